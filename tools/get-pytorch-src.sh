@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Fetch a real PyTorch source release (Debian's dfsg tarball: the upstream tree minus some bundled
+# third_party code), verify it against the signed .dsc, and unpack it once into a cache folder.
+#   usage: tools/get-pytorch-src.sh VERSION [CACHE_DIR]      VERSION: 2.6.0 (Debian trixie)
+# Prints the path of the unpacked tree on stdout; everything else goes to stderr.
+# Needs root (apt) the first time. Uses the machine's apt configuration; adds a deb-src entry once.
+set -euo pipefail
+version=${1:?usage: pytorch-src.sh VERSION [CACHE_DIR]}
+cache=${2:-${XDG_CACHE_HOME:-$HOME/.cache}/pytorch-src}
+case $version in
+  2.6.0)  deb=2.6.0+dfsg-7;  suite=trixie ;;
+  *) echo "get-pytorch-src.sh: no known source package for PyTorch $version (known: 2.6.0)" >&2; exit 2 ;;
+esac
+tree=$cache/pytorch-$version
+if [[ -f $tree/.complete ]]; then echo "$tree"; exit 0; fi
+mkdir -p "$cache"
+src=/etc/apt/sources.list.d/pytorch-src.sources
+if ! grep -qs "Suites:.*$suite" "$src"; then
+  uri=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+  [[ -n $uri ]] || uri=$(awk '/^deb /{print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
+  [[ -n $uri ]] || { echo "get-pytorch-src.sh: cannot find the Debian archive in apt's sources" >&2; exit 1; }
+  suites="bookworm trixie"
+  printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    "$uri" "$suites" > "$src"
+  apt-get update -qq >&2
+fi
+work=$(mktemp -d "$cache/.dl.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+# only the .dsc and the upstream tarball are needed; a missing debian.tar.xz is not fatal
+(cd "$work" && apt-get source -qq -d "pytorch=$deb" >&2 2>&1 || true)
+orig=$(ls "$work"/pytorch_*.orig.tar.xz 2>/dev/null | head -1)
+[[ -n $orig ]] || { echo "get-pytorch-src.sh: download of pytorch=$deb failed" >&2; exit 1; }
+# verify the tarball against the checksum in the signed .dsc when there is one
+dsc=$(ls "$work"/*.dsc 2>/dev/null | head -1 || true)
+if [[ -n $dsc ]]; then
+  want=$(awk -v f="$(basename "$orig")" '/^Checksums-Sha256:/{s=1;next} /^[^ ]/{s=0} s && $3==f {print $1}' "$dsc")
+  got=$(sha256sum "$orig" | cut -d' ' -f1)
+  [[ -z $want || $want == "$got" ]] || { echo "get-pytorch-src.sh: checksum mismatch for $orig" >&2; exit 1; }
+fi
+mkdir -p "$work/x" && tar -xf "$orig" -C "$work/x"
+top=$(ls -d "$work"/x/*/ | head -1)
+rm -rf "$tree" && mv "$top" "$tree" && touch "$tree/.complete"
+echo "$tree"

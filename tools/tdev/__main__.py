@@ -1,0 +1,5 @@
+import sys
+
+from tdev.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Command-line front ends: each module parses arguments, calls a library and renders."""

@@ -1,0 +1,1 @@
+"""wrapped_cmake: the standard build wrapper for PyTorch device backends."""
