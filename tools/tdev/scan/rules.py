@@ -59,6 +59,7 @@ class CppRules:
 @dataclass(frozen=True)
 class PythonRules:
     suffixes: tuple[str, ...]
+    needles: tuple[str, ...]
     modules: tuple[str, ...]
     c_prefixes: tuple[str, ...]
     device_string: re.Pattern[str]
@@ -121,7 +122,7 @@ def _build(raw: dict[str, Any], where: str) -> Rules:
             cpp=CppRules(tuple(c["suffixes"]), tuple(c["macros"]),
                          {k: _compile(where, k, v) for k, v in c["named"].items()}),
             python=PythonRules(
-                suffixes=tuple(p["suffixes"]), modules=tuple(p["modules"]),
+                suffixes=tuple(p["suffixes"]), needles=tuple(p["needles"]), modules=tuple(p["modules"]),
                 c_prefixes=tuple(p["c_prefixes"]),
                 device_string=_compile(where, "device_string", p["device_string"]),
                 attributes=tuple(p["attributes"]), guards=tuple(p["guards"]),

@@ -1,0 +1,74 @@
+"""Turn evidence into a kind: ``cuda`` (the whole file belongs in torch_cuda), ``mixed`` (a
+generic file with CUDA regions or uses) or generic (not listed).
+
+Order of precedence, strongest first:
+1. build-file evidence: a source the build compiles into a CUDA library is ``cuda``; one it
+   compiles only into a CPU library is never ``cuda`` (``mixed`` if its content has CUDA code);
+2. name rules (directory, file name, suffix), except base names listed as ``generic_files``, and
+   headers whose same-named source file the build compiles into a CPU library;
+3. content rules: any intra-file evidence makes the file ``mixed``.
+"""
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+from functools import lru_cache
+
+from .model import Evidence, FileFinding
+from .rules import NameRules
+
+HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl")
+SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".mm")
+
+
+@lru_cache(maxsize=4)
+def _generic_match(patterns: tuple[str, ...]):
+    import re
+
+    rx = re.compile("|".join(fnmatch.translate(p) for p in patterns)) if patterns else None
+    return (lambda name: rx.match(name) is not None) if rx else (lambda name: False)
+
+
+def name_evidence(path: str, rules: NameRules) -> list[Evidence]:
+    """Evidence from the path alone (directory names, file name, suffix)."""
+    out: list[Evidence] = []
+    dirpart, name = posixpath.split(path)
+    if dirpart:
+        hits = [d for d in dirpart.split("/") if d in rules.dirs]
+        if hits:
+            out.append(Evidence("dir-name", f"directory {hits[-1]!r} in {dirpart}"))
+    if not _generic_match(rules.generic_files)(name):  # listed generic files skip file-name rules
+        for rule, rx in rules.file_patterns.items():
+            if rx.search(name):
+                out.append(Evidence(rule, f"file name {name!r} matches {rx.pattern!r}"))
+                break
+    if name.endswith(rules.suffixes):
+        out.append(Evidence("suffix", f"suffix {posixpath.splitext(name)[1]}"))
+    return out
+
+
+def build_evidence(facts) -> list[Evidence]:
+    return [Evidence("build-cuda" if f.cuda else "build-cpu", f"{f.where} (line {f.line})") for f in facts]
+
+
+def sibling_sources(path: str) -> list[str]:
+    """Same-named source files next to a header (CUDAHooksInterface.h -> CUDAHooksInterface.cpp)."""
+    if not path.endswith(HEADER_SUFFIXES):
+        return []
+    stem = posixpath.splitext(path)[0]
+    return [stem + s for s in SOURCE_SUFFIXES]
+
+
+def classify(path: str, names: list[Evidence], build: bool | None, build_ev: list[Evidence],
+             content: list[Evidence], header_of_cpu_source: bool = False) -> FileFinding | None:
+    """The finding for one file, or None when it is generic.
+
+    ``build`` is the build files' verdict: True (compiled into a CUDA library), False (only into
+    CPU libraries) or None (not a compiled source the build files name)."""
+    if build is True:
+        return FileFinding(path, "cuda", tuple(build_ev + names + content))
+    if build is None and names and not header_of_cpu_source:
+        return FileFinding(path, "cuda", tuple(names + content))
+    if content:
+        return FileFinding(path, "mixed", tuple(content + build_ev))
+    return None

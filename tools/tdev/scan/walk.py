@@ -1,0 +1,66 @@
+"""Walk a source tree: every regular file with its identity (for the cache), nothing followed
+through symlinked directories, skip-listed directories never entered."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    path: str  # posix path relative to the root
+    size: int
+    mtime_ns: int
+    ino: int
+
+    @property
+    def identity(self) -> tuple[int, int, int]:
+        return (self.size, self.mtime_ns, self.ino)
+
+
+def walk_tree(root: Path, skip_dirs: frozenset[str]) -> list[FileEntry]:
+    """All regular files under ``root`` (symlinks to files included, symlinked dirs not entered),
+    sorted by path. Unreadable directories are skipped silently by design: the caller compares
+    against build files, which name what matters."""
+    out: list[FileEntry] = []
+    stack = [("", str(root))]
+    while stack:
+        rel, absdir = stack.pop()
+        try:
+            it = os.scandir(absdir)
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                name = e.name
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        if name not in skip_dirs:
+                            stack.append((f"{rel}{name}/", e.path))
+                        continue
+                    if not e.is_file():
+                        continue
+                    st = e.stat()
+                except OSError:
+                    continue
+                out.append(FileEntry(rel + name, st.st_size, st.st_mtime_ns, st.st_ino))
+    out.sort(key=lambda f: f.path)
+    return out
+
+
+def read_version(root: Path) -> str:
+    """PyTorch's version as the tree states it (version.txt), plus the git commit when present."""
+    version = "unknown"
+    vt = root / "version.txt"
+    if vt.is_file():
+        version = vt.read_text(encoding="utf-8", errors="replace").strip() or version
+    head = root / ".git" / "HEAD"
+    if head.is_file():
+        ref = head.read_text(encoding="utf-8", errors="replace").strip()
+        if ref.startswith("ref: "):
+            refpath = root / ".git" / ref[5:]
+            ref = refpath.read_text().strip() if refpath.is_file() else ""
+        if len(ref) >= 12:
+            version += f"+git{ref[:12]}"
+    return version
