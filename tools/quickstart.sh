@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The main job for a newcomer: install tdev, fetch a real PyTorch source tree, scan it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/setup.sh
+tree=$(bash tools/get-pytorch-src.sh "${1:-2.6.0}")
+tdev scan "$tree"
