@@ -7,23 +7,22 @@ Rules (names cited in evidence):
   py-device-string   ``"cuda"`` / ``"cuda:1"`` string constants
   py-cuda-attribute  ``x.is_cuda``, ``x.cuda()``
   py-cuda-branch     the body guarded by ``if torch.cuda.is_available():`` (or the else of ``if not ...``)
+
+Only the statements around candidate lines are parsed (see pysnippets.py); a file where one of
+them cannot be isolated is parsed whole. Either way every finding comes from a real parse tree.
 """
 from __future__ import annotations
 
 import ast
 import re
-from functools import lru_cache
 
 from .model import Evidence
-from .pychunks import ChunkParser
+from .pysnippets import Snippets, Unparseable, find_all
 from .rules import PythonRules
 
-# files smaller than this are parsed whole; larger ones only around the lines that matter
-WHOLE_FILE_BYTES = 24_000
 
-
-def merge_lines(lines: list[int]) -> tuple[tuple[int, int], ...]:
-    """Sorted line numbers -> ranges of consecutive lines."""
+def merge_lines(lines) -> tuple[tuple[int, int], ...]:
+    """Line numbers -> sorted ranges of consecutive lines."""
     out: list[list[int]] = []
     for n in sorted(set(lines)):
         if out and n <= out[-1][1] + 1:
@@ -31,11 +30,6 @@ def merge_lines(lines: list[int]) -> tuple[tuple[int, int], ...]:
         else:
             out.append([n, n])
     return tuple((a, b) for a, b in out)
-
-
-@lru_cache(maxsize=8)
-def _needle_re(rules: PythonRules) -> re.Pattern[str]:
-    return re.compile("|".join(map(re.escape, rules.needles)))
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -49,17 +43,57 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
-class _Finder(ast.NodeVisitor):
-    def __init__(self, rules: PythonRules) -> None:
+# node kinds that never hold anything the rules look at
+_LEAVES = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
+
+
+def _indent_of(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+class _Finder:
+    """Walks parse trees and records rule hits by file line. ``base`` is added to tree line
+    numbers (statement trees count from their first line)."""
+
+    def __init__(self, rules: PythonRules, snippets: Snippets | None = None) -> None:
         self.r = rules
-        self.hits: dict[str, list[int]] = {}
+        self.snippets = snippets  # set when visiting single statements: bodies come from indentation
+        self.base = 0
+        self.hits: dict[str, set[int]] = {}
         self.first: dict[str, str] = {}
-        # local names bound to CUDA modules or C bindings: alias -> full dotted name
-        self.aliases: dict[str, str] = {}
+        self.aliases: dict[str, str] = {}  # local name -> CUDA module or C binding it stands for
+        self.alias_done: set[str] = set()
+        self.dispatch = {ast.Import: self.on_import, ast.ImportFrom: self.on_import_from,
+                         ast.Attribute: self.on_attribute, ast.Name: self.on_name,
+                         ast.Constant: self.on_constant, ast.If: self.on_if}
 
     def hit(self, rule: str, what: str, first: int, last: int | None = None) -> None:
-        self.hits.setdefault(rule, []).extend(range(first, (last or first) + 1))
+        lines = self.hits.setdefault(rule, set())
+        lines.update(range(first, (last or first) + 1))
         self.first.setdefault(rule, what)
+
+    def visit(self, tree: ast.AST, base: int = 0) -> None:
+        self.base = base
+        get = self.dispatch.get
+        stack = [tree]
+        pop = stack.pop
+        node_t, leaf_t = ast.AST, _LEAVES
+        while stack:
+            node = pop()
+            handler = get(type(node))
+            if handler is not None and handler(node):
+                continue  # the handler covered the subtree
+            # ast.iter_child_nodes, inlined (this loop is the hot path), pushed in reverse so
+            # nodes are visited in source order (an import is seen before the uses of its name)
+            kids = []
+            for name in node._fields:
+                v = getattr(node, name)
+                if type(v) is list:
+                    kids.extend(x for x in v if isinstance(x, node_t))
+                elif isinstance(v, node_t) and not isinstance(v, leaf_t):
+                    kids.append(v)
+            kids.reverse()
+            stack.extend(kids)
 
     def cuda_module(self, dotted: str) -> str | None:
         head, _, rest = dotted.partition(".")
@@ -74,49 +108,54 @@ class _Finder(ast.NodeVisitor):
         return name.startswith(self.r.c_prefixes)
 
     # imports -----------------------------------------------------------------
-    def visit_Import(self, node: ast.Import) -> None:
+    def on_import(self, node: ast.Import) -> bool:
         for a in node.names:
             if self.cuda_module(a.name):
-                self.hit("py-import", f"import {a.name}", node.lineno)
+                self.hit("py-import", f"import {a.name}", node.lineno + self.base)
                 if a.asname:
                     self.aliases[a.asname] = a.name
-        self.generic_visit(node)
+        return True
 
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+    def on_import_from(self, node: ast.ImportFrom) -> bool:
         mod = node.module or ""
         for a in node.names:
             full = f"{mod}.{a.name}" if mod else a.name
             if self.cuda_module(mod) or self.cuda_module(full):
-                self.hit("py-import", f"from {mod} import {a.name}", node.lineno)
+                self.hit("py-import", f"from {mod} import {a.name}", node.lineno + self.base)
                 self.aliases[a.asname or a.name] = full
             elif mod.endswith("_C") and self.c_binding(a.name):
-                self.hit("py-c-binding", f"from {mod} import {a.name}", node.lineno)
+                self.hit("py-c-binding", f"from {mod} import {a.name}", node.lineno + self.base)
                 self.aliases[a.asname or a.name] = full
+        return True
 
     # uses --------------------------------------------------------------------
-    def visit_Attribute(self, node: ast.Attribute) -> None:
+    def on_attribute(self, node: ast.Attribute) -> bool:
         dotted = _dotted(node)
+        line = node.lineno + self.base
         if dotted is not None:
             full = self.cuda_module(dotted)
             if full is not None and full not in self.r.modules:
-                self.hit("py-cuda-api", full, node.lineno, node.end_lineno)
-                return  # do not re-report the inner chain
+                self.hit("py-cuda-api", full, line, (node.end_lineno or node.lineno) + self.base)
+                return True  # do not re-report the inner chain
             if self.c_binding(node.attr) and dotted.rsplit(".", 2)[-2:-1] == ["_C"]:
-                self.hit("py-c-binding", dotted, node.lineno)
-                return
+                self.hit("py-c-binding", dotted, line)
+                return True
         if node.attr in self.r.attributes and not (dotted and self.cuda_module(dotted)):
-            self.hit("py-cuda-attribute", f".{node.attr}", node.lineno)
-        self.generic_visit(node)
+            self.hit("py-cuda-attribute", f".{node.attr}", line)
+        return False
 
-    def visit_Name(self, node: ast.Name) -> None:
+    def on_name(self, node: ast.Name) -> bool:
         target = self.aliases.get(node.id)
         if target is not None and isinstance(node.ctx, ast.Load):
             rule = "py-c-binding" if self.c_binding(target.rsplit(".", 1)[-1]) else "py-cuda-api"
-            self.hit(rule, target, node.lineno)
+            self.hit(rule, target, node.lineno + self.base)
+        return True
 
-    def visit_Constant(self, node: ast.Constant) -> None:
-        if isinstance(node.value, str) and len(node.value) < 16 and self.r.device_string.match(node.value):
-            self.hit("py-device-string", repr(node.value), node.lineno)
+    def on_constant(self, node: ast.Constant) -> bool:
+        v = node.value
+        if isinstance(v, str) and len(v) < 16 and self.r.device_string.match(v):
+            self.hit("py-device-string", repr(v), node.lineno + self.base)
+        return True
 
     # guarded branches ----------------------------------------------------------
     def _guard(self, test: ast.expr) -> bool | None:
@@ -135,44 +174,81 @@ class _Finder(ast.NodeVisitor):
         dotted = _dotted(test)
         if dotted is None:
             return None
-        full = self.cuda_module(dotted) or dotted
-        return True if full in self.r.guards else None
+        return True if (self.cuda_module(dotted) or dotted) in self.r.guards else None
 
-    def visit_If(self, node: ast.If) -> None:
+    def on_if(self, node: ast.If) -> bool:
         g = self._guard(node.test)
-        body = node.body if g else node.orelse if g is False else None
-        if body:
-            self.hit("py-cuda-branch", ast.unparse(node.test)[:60], body[0].lineno, body[-1].end_lineno)
-        self.generic_visit(node)
+        if g is not None:
+            span = self._branch(node, g)
+            if span:
+                self.hit("py-cuda-branch", ast.unparse(node.test)[:60], *span)
+        return False
+
+    def _branch(self, node: ast.If, then: bool) -> tuple[int, int] | None:
+        """1-based file line range of the CUDA branch: the body when ``then``, else the else-block."""
+        sn = self.snippets
+        if sn is None:
+            body = node.body if then else node.orelse
+            return (body[0].lineno, body[-1].end_lineno or body[-1].lineno) if body else None
+        header = node.lineno + self.base - 1  # 0-based file line
+        indent = _indent_of(sn.lines[header])
+        # the statement was parsed with a placeholder body right after its header's last line
+        body = sn.block_after(node.body[0].lineno + self.base - 2, indent)
+        if then or body is None:
+            return body
+        return sn.else_block(body[1], indent)
+
+
+def _candidates(text: str, needles: tuple[str, ...]) -> list[int]:
+    offs: list[int] = []
+    for n in needles:
+        offs.extend(find_all(text, n, per_line=True))
+    offs.sort()
+    return offs
 
 
 def scan_python(text: str, rules: PythonRules) -> tuple[list[Evidence], str | None]:
-    """Evidence of CUDA code in a Python source, and a warning message when it cannot be parsed."""
+    """Evidence of CUDA code in a Python source, and a warning message when it cannot be parsed.
+
+    Only the statements around candidate lines (those containing a needle from the rules, or a
+    name imported from a CUDA module) are parsed; if one cannot be, the whole file is."""
     if not any(n in text for n in rules.needles):
         return [], None
-    f = _Finder(rules)
+    sn = Snippets(text)
+    f = _Finder(rules, sn)
+    done: set[int] = set()
+    pending = _candidates(text, rules.needles)
     try:
-        if len(text) < WHOLE_FILE_BYTES:
-            f.visit(ast.parse(text))
-        else:
-            chunks = ChunkParser(text)
-            offsets = [m.start() for m in _needle_re(rules).finditer(text)]
-            seen = chunks.parse_around(offsets)
-            for tree in seen:
-                f.visit(tree)
+        while pending:
+            for line, off in sn.lines_of(pending):
+                if line in done or sn.in_string(off):
+                    continue
+                tree, base, first, last = sn.statement(line)
+                done.update(range(first, last + 1))
+                f.visit(tree, base=base)
             # names imported from CUDA modules are uses wherever they appear
-            if f.aliases:
-                alias_re = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, f.aliases)))
-                more = [m.start() for m in alias_re.finditer(text)]
-                for tree in chunks.parse_around(more):
-                    if not any(tree is t for t in seen):
-                        f.visit(tree)
+            new = [a for a in f.aliases if a not in f.alias_done]
+            f.alias_done.update(new)
+            pending = [m.start() for m in re.finditer(r"\b(?:%s)\b" % "|".join(map(re.escape, new)), text)] if new else []
+    except Unparseable:
+        return _scan_whole(text, rules)
+    return _evidence(f), None
+
+
+def _scan_whole(text: str, rules: PythonRules) -> tuple[list[Evidence], str | None]:
+    try:
+        tree = ast.parse(text)
     except (SyntaxError, ValueError) as e:
         line = getattr(e, "lineno", None)
         return [], f"not valid Python{f' (line {line})' if line else ''}: {getattr(e, 'msg', e)}"
+    f = _Finder(rules)
+    f.visit(tree)
+    return _evidence(f), None
+
+
+def _evidence(f: _Finder) -> list[Evidence]:
     out = []
     for rule, lines in f.hits.items():
-        n = len(set(lines))
-        detail = f.first[rule] if n == 1 else f"{f.first[rule]} (and {n - 1} more lines)"
+        detail = f.first[rule] if len(lines) == 1 else f"{f.first[rule]} (and {len(lines) - 1} more lines)"
         out.append(Evidence(rule, detail, merge_lines(lines)))
-    return out, None
+    return out
