@@ -1,0 +1,103 @@
+"""The in-memory engine: where hunks land (offsets, fuzz), already-applied detection, reasons."""
+from __future__ import annotations
+
+from tdev.patch.diff import make_file_patch, parse_diff
+from tdev.patch.engine import apply_file, classify
+
+from test_patch_support import numbered
+
+OLD = numbered(40)
+NEW = OLD.replace("line 20\n", "line 20 changed\n")
+FP = make_file_patch("f", OLD, NEW)
+
+
+def _reader(text):
+    return lambda path: text
+
+
+def test_exact_fit_has_no_offset():
+    res, change = apply_file(OLD, FP)
+    assert res.ok and change.text == NEW
+    (h,) = res.hunks
+    assert (h.line, h.offset, h.fuzz) == (17, 0, 0)
+
+
+def test_shifted_file_reports_the_offset():
+    shifted = numbered(7, "new") + OLD
+    res, change = apply_file(shifted, FP)
+    assert res.ok and change.text == numbered(7, "new") + NEW
+    assert (res.hunks[0].offset, res.hunks[0].line) == (7, 24)
+    state, att = classify((FP,), _reader(shifted))
+    assert state == "applies" and not att.exact
+
+
+def test_changed_context_needs_fuzz_and_reports_it():
+    drifted = OLD.replace("line 17\n", "line 17 edited upstream\n")
+    res, change = apply_file(drifted, FP)
+    assert not res.ok and change is None
+    assert res.hunks[0].reason == ("context mismatch at line 17: expected 'line 17', "
+                                   "found 'line 17 edited upstream'")
+    res, change = apply_file(drifted, FP, fuzz=1)
+    assert res.ok and res.hunks[0].fuzz == 1
+    assert change.text == NEW.replace("line 17\n", "line 17 edited upstream\n")
+
+
+def test_already_applied_is_detected_by_the_reverse():
+    state, att = classify((FP,), _reader(NEW))
+    assert state == "applied" and att.ok
+
+
+def test_insert_only_patch_is_not_applied_twice_with_fuzz():
+    grown = OLD.replace("line 20\n", "line 20\nadded\n")
+    fp = make_file_patch("f", OLD, grown)
+    state, _ = classify((fp,), _reader(grown), fuzz=3)
+    assert state == "applied"  # the fuzzy forward fit would have added the line again
+    state, att = classify((fp,), _reader(OLD), fuzz=3)
+    assert state == "applies" and att.changes["f"].text == grown
+
+
+def test_conflict_names_the_hunk_and_why():
+    other = OLD.replace("line 20\n", "line twenty\n")
+    state, att = classify((FP,), _reader(other))
+    assert state == "conflict"
+    assert att.failure() == ("f hunk #1 (@@ -17,7 +17,7 @@): context mismatch at line 20: "
+                             "expected 'line 20', found 'line twenty'")
+
+
+def test_hunks_land_in_order_and_the_later_one_can_fail_alone():
+    new = OLD.replace("line 3\n", "line 3!\n").replace("line 35\n", "line 35!\n")
+    fp = make_file_patch("f", OLD, new)
+    assert len(fp.hunks) == 2
+    res, _ = apply_file(OLD.replace("line 36\n", "x\n"), fp)
+    assert [h.status for h in res.hunks] == ["ok", "failed"]
+    assert res.failure().startswith("f hunk #2 (@@ -32,7 +32,7 @@)")
+
+
+def test_new_deleted_and_missing_files():
+    create = make_file_patch("n", None, "hello\n")
+    res, change = apply_file(None, create)
+    assert res.ok and change.text == "hello\n"
+    res, change = apply_file("already here\n", create)
+    assert res.reason == "file already exists, the patch creates it" and change is None
+    assert classify((create,), _reader("hello\n"))[0] == "applied"
+    delete = make_file_patch("n", "hello\n", None)
+    res, change = apply_file("hello\n", delete)
+    assert res.ok and change.text is None
+    res, _ = apply_file(None, FP)
+    assert res.reason == "file missing" and res.failure() == "f: file missing"
+
+
+def test_no_newline_at_end_of_file_markers():
+    text = ("--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n")
+    _, (fp,) = parse_diff(text)
+    res, change = apply_file("a\nb", fp)
+    assert res.ok and change.text == "a\nb\n"
+    res, change = apply_file("a\nb\n", fp)  # the hunk wants a file without the final newline
+    assert not res.ok
+
+
+def test_crlf_lines_are_kept_byte_for_byte():
+    old = "x\r\ny\r\nz\r\n"
+    fp = make_file_patch("f", old, "x\r\nY\r\nz\r\n")
+    _, change = apply_file(old, fp)
+    assert change.text == "x\r\nY\r\nz\r\n"

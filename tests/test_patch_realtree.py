@@ -1,0 +1,169 @@
+"""`tdev patch` on the real PyTorch 2.6.0 tree (the issue's "Must show" 1 to 4).
+
+One copy of the tree serves the whole module; every test leaves it as it found it, which the
+tests check by hashing the whole copy."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tdev.patch import merge, ops
+from tdev.patch.diff import format_file_patch, make_file_patch
+from tdev.patch.meta import render_meta
+from tdev.patch.series import shipped_series_dir
+
+from test_patch_support import copy_tree, make_series, tdev, tree_hash
+
+pytestmark = pytest.mark.realtree
+
+CMAKE = "caffe2/CMakeLists.txt"
+DYNAMO = "torch/_dynamo/device_interface.py"
+SHIPPED = ["0001-caffe2-link-cudart-for-kineto-in-cpu-stage.patch",
+           "0002-dynamo-get-cuda-stream-from-cudac.patch"]
+
+
+@pytest.fixture(scope="module")
+def tree_copy(pytorch_tree: Path, tmp_path_factory):
+    root = tmp_path_factory.mktemp("realtree")
+    copy = root / "pytorch"
+    copy_tree(pytorch_tree, copy)
+    return copy, tree_hash(copy)
+
+
+def _outside_snapshot(tree: Path) -> str:
+    """Digest of everything beside the tree (its parent, minus the tree itself)."""
+    parent = tree.parent
+    out = []
+    for name in sorted(os.listdir(parent)):
+        p = parent / name
+        if name != tree.name:
+            out.append(f"{name}:{tree_hash(p) if p.is_dir() else p.read_bytes()!r}")
+    return "".join(out)
+
+
+def _replace(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def test_shipped_series_verify_apply_status_unapply(tree_copy, tmp_path):
+    tree, pristine = tree_copy
+    junit = tmp_path / "verify.xml"
+    verify = tdev("patch", "verify", "--torch-src", str(tree), "--junit", str(junit))  # default series
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert f"patches from {shipped_series_dir()}" in verify.stdout
+    cases = ET.parse(junit).getroot().findall("testsuite/testcase")
+    assert [c.get("name") for c in cases] == SHIPPED and not any(c.find("failure") is not None for c in cases)
+    assert tree_hash(tree) == pristine  # verify never writes
+
+    applied = tdev("patch", "apply", "--torch-src", str(tree), "--json")
+    assert applied.returncode == 0, applied.stderr
+    doc = json.loads(applied.stdout)
+    assert sorted(doc["changed"]) == [CMAKE, DYNAMO]
+    assert all(h["offset"] == 0 and h["fuzz"] == 0
+               for p in doc["patches"] for f in p["files"] for h in f["hunks"])
+    text = (tree / DYNAMO).read_text()
+    assert "from torch.cuda._CUDAC import _cuda_getCurrentRawStream as get_cuda_stream" in text
+    assert "find_package(CUDAToolkit REQUIRED)" in (tree / CMAKE).read_text()
+
+    status = tdev("patch", "status", "--torch-src", str(tree), "--json")
+    assert status.returncode == 0
+    assert [(p["name"], p["state"]) for p in json.loads(status.stdout)["patches"]] == [
+        (name, "applied") for name in SHIPPED]
+
+    unapplied = tdev("patch", "unapply", "--torch-src", str(tree))
+    assert unapplied.returncode == 0, unapplied.stdout + unapplied.stderr
+    assert tree_hash(tree) == pristine  # byte-identical, no lock file or state left
+
+
+def test_third_patch_conflicts_and_the_tree_is_unchanged(tree_copy, tmp_path):
+    tree, pristine = tree_copy
+    upstream = (tree / CMAKE).read_text()
+    # made against upstream 2.6.0, it edits the Kineto link that 0001 moves: after 0001 it cannot fit
+    edited = upstream.replace("    target_link_libraries(torch_cpu PRIVATE torch::cudart)\n",
+                              "    target_link_libraries(torch_cpu PUBLIC torch::cudart)\n", 1)
+    third = render_meta("make the cudart link public", "test", "not-needed", ">=2.6") + \
+        format_file_patch(make_file_patch(CMAKE, upstream, edited))
+    series = make_series(tmp_path / "series", {
+        SHIPPED[0]: (shipped_series_dir() / SHIPPED[0]).read_text(),
+        SHIPPED[1]: (shipped_series_dir() / SHIPPED[1]).read_text(),
+        "0003-public-cudart.patch": third})
+    report = ops.apply(series, tree)
+    assert not report.ok and [r.state for r in report.patches] == ["applies", "applies", "conflict"]
+    assert report.message.startswith(f"0003-public-cudart.patch: {CMAKE} hunk #1 "
+                                     "(@@ -1562,7 +1562,7 @@): context mismatch at line 1562")
+    assert report.changed == ()
+    cli = tdev("patch", "apply", "--series", str(series), "--torch-src", str(tree))
+    assert cli.returncode == 1
+    assert f"apply FAILED: 0003-public-cudart.patch: {CMAKE} hunk #1" in cli.stdout
+    assert tree_hash(tree) == pristine
+
+
+@pytest.mark.parametrize("kind", ["dotdot", "absolute", "symlink"])
+def test_escaping_paths_are_refused_and_nothing_outside_is_written(tree_copy, tmp_path, kind):
+    tree, pristine = tree_copy
+    outside = tree.parent / "outside"
+    outside.mkdir(exist_ok=True)
+    target = {"dotdot": "../outside/pwned.txt", "absolute": str(outside / "pwned.txt"),
+              "symlink": "tdev-test-link/pwned.txt"}[kind]
+    text = render_meta("evil", "test", "not-needed", "") + \
+        format_file_patch(make_file_patch(target, None, "pwned\n"))
+    if kind == "absolute":
+        text = text.replace(f"a/{target}", target).replace(f"b/{target}", target)
+    series = make_series(tmp_path / "series", {
+        SHIPPED[0]: (shipped_series_dir() / SHIPPED[0]).read_text(), "0002-evil.patch": text})
+    link = tree / "tdev-test-link"
+    link.symlink_to(outside)
+    try:
+        before_outside = _outside_snapshot(tree)
+        report = ops.apply(series, tree)
+        cli = tdev("patch", "verify", "--series", str(series), "--torch-src", str(tree))
+        assert _outside_snapshot(tree) == before_outside
+    finally:
+        link.unlink()
+    assert not report.ok and report.patches[1].state == "refused"
+    assert report.message.startswith("0002-evil.patch: path refused: ")
+    assert cli.returncode == 1 and "REFUSED" in cli.stdout
+    assert not (outside / "pwned.txt").exists()
+    assert tree_hash(tree) == pristine
+
+
+def test_port_to_a_modified_copy_reports_what_was_done(tree_copy, tmp_path):
+    tree, pristine = tree_copy
+    # the new tree: hard links to the module's copy (cheap), files changed by replacing them,
+    # never in place (the final hash check of the copy would catch a write through a link)
+    new = tmp_path / "pytorch-next"
+    subprocess.run(["cp", "-al", str(tree), str(new)], check=True)
+    cmake = (new / CMAKE).read_text()
+    _replace(new / CMAKE, "# twelve new lines\n" * 12 + cmake)  # shifts 0001's hunk by 12 lines
+    dyn = (new / DYNAMO).read_text()
+    ctx = "    get_cuda_stream = None\n"  # a context line of 0002's hunk, not the line it changes
+    _replace(new / DYNAMO, dyn.replace(ctx, "    get_cuda_stream = None  # CPU-only build\n", 1))
+    report = merge.port(None, tree, new, tmp_path / "ported")
+    assert report.ok
+    assert [(p.name, p.status) for p in report.patches] == [(SHIPPED[0], "offset"), (SHIPPED[1], "merged")]
+    assert [(f.path, f.status, f.offsets) for f in report.patches[0].files] == [(CMAKE, "offset", (12,))]
+    assert [(f.path, f.status) for f in report.patches[1].files] == [(DYNAMO, "merged")]
+    # the ported series applies exactly to the new tree and keeps the new tree's own change
+    verify = ops.check(tmp_path / "ported", new)
+    assert verify.ok and all(not r.offsets for r in verify.patches)
+    assert ops.apply(tmp_path / "ported", new).ok
+    ported = (new / DYNAMO).read_text()
+    assert "from torch.cuda._CUDAC import" in ported and "None  # CPU-only build" in ported
+    assert ops.unapply(tmp_path / "ported", new).ok
+
+    # the line 0002 changes is changed in the new tree too: a conflict, written out for a person
+    _replace(new / DYNAMO, dyn.replace("from torch._C import _cuda_getCurrentRawStream",
+                                       "from torch._C import _cuda_getCurrentRawStream_v2", 1))
+    report = merge.port(None, tree, new, tmp_path / "ported2")
+    assert not report.ok
+    assert [p.status for p in report.patches] == ["offset", "conflict"]
+    conflict = Path(report.patches[1].conflict_file).read_text()
+    assert "_cuda_getCurrentRawStream_v2" in conflict and "+    from torch.cuda._CUDAC import" in conflict
+    assert tree_hash(tree) == pristine  # port reads the old tree only

@@ -1,0 +1,257 @@
+"""Unified diffs as text: parse them into FilePatch/Hunk values, and write them from two texts.
+
+Accepted: plain ``diff -u`` output, quilt patches (``Index:`` lines), and git diffs (``diff --git``
+with mode, ``index`` and new/deleted-file lines). Renames, copies and binary patches are refused
+with a clear error: the engine would not be able to apply them byte-exactly.
+
+Texts are handled as ``str`` decoded with ``surrogateescape``, so any bytes round-trip; lines are
+split on ``\\n`` only (a ``\\r`` stays part of the line).
+"""
+from __future__ import annotations
+
+import re
+from difflib import SequenceMatcher
+
+from .model import FilePatch, Hunk, Line
+
+ENCODING = "utf-8"
+ERRORS = "surrogateescape"
+DEV_NULL = "/dev/null"
+_HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)")
+_UNSUPPORTED = ("rename from", "rename to", "copy from", "copy to", "GIT binary patch",
+                "Binary files")
+
+
+class PatchFormatError(ValueError):
+    """A malformed or unsupported patch; the message is 'FILE:LINE: problem'."""
+
+
+def decode(data: bytes) -> str:
+    return data.decode(ENCODING, ERRORS)
+
+
+def encode(text: str) -> bytes:
+    return text.encode(ENCODING, ERRORS)
+
+
+def split_lines(text: str) -> tuple[list[str], bool]:
+    """Lines without their '\\n', and whether the text ends with one (True for '')."""
+    if not text:
+        return [], True
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+        return lines, True
+    return lines, False
+
+
+def join_lines(lines: list[str], eol: bool) -> str:
+    if not lines:
+        return ""
+    return "\n".join(lines) + ("\n" if eol else "")
+
+
+def is_diff_start(lines: list[str], i: int) -> bool:
+    """Whether line i starts the diff part of a patch (everything before it is the header)."""
+    line = lines[i]
+    if line.startswith(("diff --git ", "diff -", "Index: ")):
+        return True
+    return line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
+
+
+def _unquote(name: str) -> str:
+    """A path from a ---/+++ or diff --git line: drop a timestamp, undo git's C quoting."""
+    if name.startswith('"'):
+        body = name[1:name.index('"', 1)] if '"' in name[1:] else name[1:]
+        return body.encode("latin-1", "backslashreplace").decode("unicode_escape").encode(
+            "latin-1").decode(ENCODING, ERRORS)
+    return name.split("\t", 1)[0].rstrip()
+
+
+def strip_path(path: str, strip: int) -> str:
+    """Drop ``strip`` leading components (patch -pN). Absolute paths are kept as they are so
+    that the path check refuses them."""
+    if path.startswith("/") or strip == 0:
+        return path
+    parts = path.split("/")
+    return "/".join(parts[strip:]) if len(parts) > strip else path
+
+
+def parse_diff(text: str, *, strip: int = 1, source: str = "<patch>") -> tuple[str, tuple[FilePatch, ...]]:
+    """Split a patch file into its header text and its file patches."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    start = next((i for i in range(len(lines)) if is_diff_start(lines, i)), len(lines))
+    header = "\n".join(lines[:start]) + ("\n" if start else "")
+    files: list[FilePatch] = []
+    i = start
+    while i < len(lines):
+        fp, i = _parse_file(lines, i, strip, source)
+        if fp is not None:
+            files.append(fp)
+    if not files:
+        raise PatchFormatError(f"{source}: no diff found (expected '--- a/FILE' / '+++ b/FILE' lines)")
+    return header, tuple(files)
+
+
+def _parse_file(lines: list[str], i: int, strip: int, source: str) -> tuple[FilePatch | None, int]:
+    """Parse one file's section starting at line i; skip lines that belong to no file."""
+    git_paths: tuple[str, str] | None = None
+    new_mode = old_mode = None
+    created = deleted = False
+    if lines[i].startswith("diff --git "):
+        m = re.match(r'diff --git ("(?:[^"\\]|\\.)*"|\S+) ("(?:[^"\\]|\\.)*"|\S+)$', lines[i])
+        if m:
+            git_paths = (_unquote(m.group(1)), _unquote(m.group(2)))
+        i += 1
+        while i < len(lines) and not lines[i].startswith(("--- ", "diff ", "@@")):
+            ext = lines[i]
+            if ext.startswith(_UNSUPPORTED):
+                raise PatchFormatError(f"{source}:{i + 1}: unsupported git patch ({ext.strip()}); "
+                                       "only text changes are supported")
+            if ext.startswith("new file mode "):
+                created, new_mode = True, int(ext.split()[-1], 8)
+            elif ext.startswith("deleted file mode "):
+                deleted, old_mode = True, int(ext.split()[-1], 8)
+            elif ext.startswith(("old mode ", "new mode ")):
+                raise PatchFormatError(f"{source}:{i + 1}: mode changes of existing files are "
+                                       "not supported")
+            i += 1
+    elif not (lines[i].startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")):
+        return None, i + 1  # Index:, ====, diffstat, mail signature: not part of any file
+    if i < len(lines) and lines[i].startswith("--- "):
+        if i + 1 >= len(lines) or not lines[i + 1].startswith("+++ "):
+            raise PatchFormatError(f"{source}:{i + 1}: '---' line without a '+++' line after it")
+        old = _unquote(lines[i][4:])
+        new = _unquote(lines[i + 1][4:])
+        i += 2
+    elif git_paths is not None:  # a created or deleted empty file: no ---/+++ lines
+        old, new = git_paths
+        old, new = (DEV_NULL if created else old), (DEV_NULL if deleted else new)
+    else:
+        raise PatchFormatError(f"{source}:{i + 1}: expected a '---' line")
+    old_path = None if old == DEV_NULL else strip_path(old, strip)
+    new_path = None if new == DEV_NULL else strip_path(new, strip)
+    if old_path is None and new_path is None:
+        raise PatchFormatError(f"{source}:{i}: both sides of the diff are /dev/null")
+    if old_path is not None and new_path is not None and old_path != new_path:
+        raise PatchFormatError(f"{source}:{i}: renames are not supported ({old_path} -> {new_path})")
+    hunks: list[Hunk] = []
+    while i < len(lines) and lines[i].startswith("@@"):
+        hunk, i = _parse_hunk(lines, i, source)
+        hunks.append(hunk)
+    return FilePatch(old_path, new_path, tuple(hunks), new_mode, old_mode), i
+
+
+def _parse_hunk(lines: list[str], i: int, source: str) -> tuple[Hunk, int]:
+    m = _HUNK.match(lines[i])
+    if not m:
+        raise PatchFormatError(f"{source}:{i + 1}: malformed hunk header {lines[i]!r}")
+    old_start, new_start = int(m.group(1)), int(m.group(3))
+    old_len = int(m.group(2)) if m.group(2) is not None else 1
+    new_len = int(m.group(4)) if m.group(4) is not None else 1
+    header_line = i + 1
+    body: list[Line] = []
+    n_old = n_new = 0
+    i += 1
+    while n_old < old_len or n_new < new_len:
+        if i >= len(lines):
+            raise PatchFormatError(f"{source}:{header_line}: hunk ends early (expected "
+                                   f"{old_len} old and {new_len} new lines, got {n_old} and {n_new})")
+        raw = lines[i]
+        if raw.startswith("\\"):
+            _mark_no_eol(body, source, i)
+            i += 1
+            continue
+        tag, text = (raw[0], raw[1:]) if raw else (" ", "")  # an empty line: blank context
+        if tag not in " +-":
+            raise PatchFormatError(f"{source}:{i + 1}: unexpected line in hunk: {raw[:60]!r}")
+        n_old += tag != "+"
+        n_new += tag != "-"
+        if n_old > old_len or n_new > new_len:
+            raise PatchFormatError(f"{source}:{i + 1}: hunk longer than its header {m.group(0)!r} says")
+        body.append(Line(tag, text))
+        i += 1
+    if i < len(lines) and lines[i].startswith("\\"):
+        _mark_no_eol(body, source, i)
+        i += 1
+    if i < len(lines) and lines[i][:1] in (" ", "+", "-") and lines[i] != "-- " \
+            and not is_diff_start(lines, i):
+        raise PatchFormatError(f"{source}:{i + 1}: hunk longer than its header {m.group(0)!r} says")
+    return Hunk(old_start, old_len, new_start, new_len, tuple(body), m.group(5), header_line), i
+
+
+def _mark_no_eol(body: list[Line], source: str, i: int) -> None:
+    if not body:
+        raise PatchFormatError(f"{source}:{i + 1}: '\\ No newline' marker before any line")
+    last = body[-1]
+    body[-1] = Line(last.tag, last.text, True)
+
+
+# ---- writing diffs ------------------------------------------------------------------------
+
+def make_hunks(old: str, new: str, context: int = 3) -> tuple[Hunk, ...]:
+    """The hunks that turn ``old`` into ``new`` (both whole file texts)."""
+    a, a_eol = split_lines(old)
+    b, b_eol = split_lines(new)
+    # compare lines with their terminators so that a change of the final newline is seen
+    ka = [ln + "\n" for ln in a]
+    kb = [ln + "\n" for ln in b]
+    if a and not a_eol:
+        ka[-1] = a[-1]
+    if b and not b_eol:
+        kb[-1] = b[-1]
+    hunks = []
+    matcher = SequenceMatcher(None, ka, kb, autojunk=False)
+    for group in matcher.get_grouped_opcodes(context):
+        body: list[Line] = []
+        for op, i1, i2, j1, j2 in group:
+            if op == "equal":
+                body += [Line(" ", a[k], k == len(a) - 1 and not a_eol) for k in range(i1, i2)]
+                continue
+            body += [Line("-", a[k], k == len(a) - 1 and not a_eol) for k in range(i1, i2)]
+            body += [Line("+", b[k], k == len(b) - 1 and not b_eol) for k in range(j1, j2)]
+        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
+        hunks.append(Hunk(i1 + 1 if i2 > i1 else i1, i2 - i1, j1 + 1 if j2 > j1 else j1, j2 - j1,
+                          tuple(body)))
+    return tuple(hunks)
+
+
+def format_file_patch(fp: FilePatch, strip: int = 1) -> str:
+    """git-style text of one file patch: a/ and b/ prefixes for strip level 1, none for 0."""
+    path = fp.path
+    a, b = ("a/", "b/") if strip else ("", "")
+    out = [f"diff --git {a}{path} {b}{path}"]
+    if fp.is_new:
+        out.append(f"new file mode {fp.new_mode or 0o100644:o}")
+    elif fp.is_delete:
+        out.append(f"deleted file mode {fp.old_mode or 0o100644:o}")
+    if fp.hunks:
+        out.append(f"--- {DEV_NULL if fp.is_new else a + path}")
+        out.append(f"+++ {DEV_NULL if fp.is_delete else b + path}")
+    for h in fp.hunks:
+        out.append(format_hunk(h))
+    return "\n".join(out) + "\n"
+
+
+def format_hunk(h: Hunk) -> str:
+    def rng(start: int, n: int) -> str:
+        return str(start) if n == 1 else f"{start},{n}"
+
+    out = [f"@@ -{rng(h.old_start, h.old_len)} +{rng(h.new_start, h.new_len)} @@"
+           + (f" {h.section}" if h.section else "")]
+    for ln in h.lines:
+        out.append(ln.tag + ln.text)
+        if ln.no_eol:
+            out.append("\\ No newline at end of file")
+    return "\n".join(out)
+
+
+def make_file_patch(path: str, old: str | None, new: str | None, mode: int | None = None) -> FilePatch | None:
+    """A FilePatch from ``old`` to ``new`` (None: the file is absent); None if they are equal."""
+    if old == new:
+        return None
+    hunks = make_hunks(old or "", new or "")
+    return FilePatch(None if old is None else path, None if new is None else path, hunks,
+                     new_mode=mode if old is None else None, old_mode=mode if new is None else None)
