@@ -1,0 +1,119 @@
+"""`tdev scan` end to end: the JSON document, bad input, per-file warnings, the cache, --rules."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tdev.scan.scanner import scan
+
+
+def tdev(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tdev", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def mini_tree(tmp_path: Path) -> Path:
+    """A small PyTorch-shaped tree with one file of each kind and some bad files."""
+    root = tmp_path / "pytorch"
+    (root / "torch" / "cuda").mkdir(parents=True)
+    (root / "aten" / "src" / "ATen" / "native" / "cuda").mkdir(parents=True)
+    (root / "c10" / "core").mkdir(parents=True)
+    (root / "version.txt").write_text("2.6.0a0\n")
+    (root / "torch" / "cuda" / "__init__.py").write_text("def is_available():\n    return False\n")
+    (root / "aten" / "src" / "ATen" / "native" / "cuda" / "Add.cu").write_text("__global__ void k() {}\n")
+    (root / "c10" / "core" / "Device.cpp").write_text(
+        "int a;\n#ifdef USE_CUDA\nint cuda_only;\n#endif\nbool f(Device d) { return d.is_cuda(); }\n")
+    (root / "torch" / "util.py").write_text("import torch\nx = torch.ones(1, device='cuda')\n")
+    (root / "torch" / "broken.py").write_text("def f():\n  return torch.cuda.x(\n")
+    (root / "c10" / "core" / "latin1.h").write_bytes(b"// caf\xe9\n#ifdef USE_CUDA\nint x;\n#endif\n")
+    (root / "c10" / "core" / "blob.cpp").write_bytes(b"\0\1\2cuda")
+    return root
+
+
+def test_json_document(mini_tree, tmp_path):
+    r = tdev("scan", str(mini_tree), "--json", env={"TDEV_CACHE_DIR": str(tmp_path / "c")})
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["schema"] == 1 and doc["root"] == str(mini_tree.resolve())
+    assert doc["torch_version"] == "2.6.0a0"
+    kinds = {f["path"]: f["kind"] for f in doc["files"]}
+    assert kinds == {"torch/cuda/__init__.py": "cuda", "aten/src/ATen/native/cuda/Add.cu": "cuda",
+                     "c10/core/Device.cpp": "mixed", "torch/util.py": "mixed", "c10/core/latin1.h": "mixed"}
+    device = next(f for f in doc["files"] if f["path"] == "c10/core/Device.cpp")
+    rules = {e["rule"]: e["lines"] for e in device["evidence"]}
+    assert rules["pp-region"] == [[3, 3]] and rules["cpp-is-cuda"] == [[5, 5]]
+    assert doc["summary"]["cuda"] == 2 and doc["summary"]["mixed"] == 3
+    warned = {w["path"]: w["message"] for w in doc["warnings"]}
+    assert "not UTF-8" in warned["c10/core/latin1.h"]
+    assert "binary" in warned["c10/core/blob.cpp"]
+    assert "not valid Python" in warned["torch/broken.py"]
+
+
+def test_bad_input_exit_codes(tmp_path):
+    r = tdev("scan", str(tmp_path / "missing"))
+    assert r.returncode == 2 and r.stderr.strip() == f"tdev: {tmp_path / 'missing'}: no such directory"
+    r = tdev("scan", str(tmp_path))
+    assert r.returncode == 2 and "not a PyTorch checkout" in r.stderr
+    bad = tmp_path / "rules.yaml"
+    bad.write_text("cpp: [unclosed\n")
+    (tmp_path / "torch").mkdir(), (tmp_path / "c10").mkdir()
+    r = tdev("scan", str(tmp_path), "--rules", str(bad))
+    assert r.returncode == 2 and str(bad) in r.stderr and "invalid YAML" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_fail_on_warnings(mini_tree, tmp_path):
+    r = tdev("scan", str(mini_tree), "--fail-on-warnings", env={"TDEV_CACHE_DIR": str(tmp_path / "c")})
+    assert r.returncode == 1 and "warning: torch/broken.py" in r.stderr
+
+
+def test_cache_follows_file_changes(mini_tree, tmp_path):
+    cache = tmp_path / "cache"
+    first = scan(mini_tree, cache_dir=cache)
+    again = scan(mini_tree, cache_dir=cache)
+    assert again.cache_hits > 0 and [f.to_json() for f in again.files] == [f.to_json() for f in first.files]
+    target = mini_tree / "c10" / "core" / "Device.cpp"
+    target.write_text("int a;\n")  # no CUDA left in it
+    os.utime(target, ns=(1, 1))  # even with an old mtime the size differs
+    third = scan(mini_tree, cache_dir=cache)
+    assert "c10/core/Device.cpp" not in {f.path for f in third.files}
+
+
+def test_user_rules_extend_and_override(mini_tree, tmp_path):
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("cpp:\n  macros: {extend: [MY_GPU]}\nnames:\n  dirs: [cuda, gpu_only]\n")
+    (mini_tree / "c10" / "gpu_only").mkdir()
+    (mini_tree / "c10" / "gpu_only" / "x.cpp").write_text("int x;\n")
+    (mini_tree / "c10" / "core" / "My.cpp").write_text("#if defined(MY_GPU)\nint y;\n#endif\n")
+    from tdev.scan.rules import load_rules
+
+    res = scan(mini_tree, load_rules(extra), use_cache=False)
+    kinds = {f.path: f.kind for f in res.files}
+    assert kinds["c10/gpu_only/x.cpp"] == "cuda" and kinds["c10/core/My.cpp"] == "mixed"
+
+
+@pytest.mark.realtree
+def test_real_tree_summary_and_build_precedence(pytorch_tree, tmp_path):
+    res = scan(pytorch_tree, cache_dir=tmp_path)
+    kinds = {f.path: f for f in res.files}
+    # build-file evidence beats names, both ways
+    assert "aten/src/ATen/detail/CUDAHooksInterface.cpp" not in kinds or \
+        kinds["aten/src/ATen/detail/CUDAHooksInterface.cpp"].kind == "mixed"
+    assert kinds.get("torch/csrc/api/src/cuda.cpp") is None or kinds["torch/csrc/api/src/cuda.cpp"].kind == "mixed"
+    assert kinds["torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"].kind == "cuda"
+    assert "build-cuda" in kinds["torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"].rules()
+    miopen = [p for p in kinds if p.startswith("aten/src/ATen/native/miopen/") and p.endswith(".cpp")]
+    assert miopen and all(kinds[p].kind == "cuda" for p in miopen)
+    assert res.files_scanned > 15000 and not [w for w in res.warnings if "cannot read" in w.message]
+    out = tmp_path / "scan.json"
+    r = tdev("scan", str(pytorch_tree), "--output", str(out), "--list", "--kind", "cuda",
+             env={"TDEV_CACHE_DIR": str(tmp_path)})
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == len(res.by_kind("cuda"))
+    assert json.loads(out.read_text())["summary"]["cuda"] == len(res.by_kind("cuda"))
