@@ -17,7 +17,10 @@ EXIT_INTERRUPTED = 130
 # command name -> module in tdev.cli
 COMMANDS = {
     "scan": "scan_cmd",
+    "extract": "extract_cmd",
     "patch": "patch_cmd",
+    "scaffold": "scaffold_cmd",
+    "route": "route_cmd",
 }
 
 EPILOG = """exit codes:
