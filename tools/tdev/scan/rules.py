@@ -47,6 +47,8 @@ class BuildListSpec:
 class BuildRules:
     bzl: tuple[BuildListSpec, ...]
     cmake: tuple[BuildListSpec, ...]
+    gpu_flags: frozenset[str] = frozenset()  # CMake if() conditions that hold only in GPU builds
+    rocm_flags: frozenset[str] = frozenset()  # ... only in ROCm builds
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,8 @@ def _build(raw: dict[str, Any], where: str) -> Rules:
                 generic_files=tuple(n.get("generic_files", ())),
             ),
             build=BuildRules(_specs(where + ": build_files.bzl", b.get("bzl", [])),
-                             _specs(where + ": build_files.cmake", b.get("cmake", []))),
+                             _specs(where + ": build_files.cmake", b.get("cmake", [])),
+                             frozenset(b.get("gpu_flags", ())), frozenset(b.get("rocm_flags", ()))),
             cpp=CppRules(tuple(c["suffixes"]), tuple(c["macros"]),
                          {k: _compile(where, k, v) for k, v in c["named"].items()}),
             python=PythonRules(

@@ -2,6 +2,7 @@
 cache), and classify every file. ``scan()`` is the library entry point behind ``tdev scan``."""
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from dataclasses import dataclass
@@ -125,13 +126,17 @@ def _run_jobs(absroot: str, jobs: list[_Job], sizes: dict[str, int], rules: Rule
 
 
 def _build_evidence(root: Path, rules: Rules, paths: list[str], cache: ScanCache | None) -> BuildEvidence:
+    """Build-file evidence, reused from the cache while the build files it read are unchanged and
+    the tree has the same set of paths (globs depend on it)."""
+    listing = hashlib.sha256("\0".join(paths).encode()).hexdigest()
     if cache is not None and cache.build is not None:
         idents, ev = cache.build
-        if all(_ident(root / p) == i for p, i in idents.items()):
+        if idents.get("\0paths") == listing and all(
+                _ident(root / p) == i for p, i in idents.items() if p != "\0paths"):
             return ev
     ev = evaluate_build_files(root, rules.build, paths)
     if cache is not None:
-        cache.build = ({p: _ident(root / p) for p in ev.inputs}, ev)
+        cache.build = ({"\0paths": listing, **{p: _ident(root / p) for p in ev.inputs}}, ev)
     return ev
 
 

@@ -1,0 +1,179 @@
+"""Evaluate the list variables of a Starlark build file (``build_variables.bzl``) without running it.
+
+The file is parsed with :mod:`ast` and only a small, side-effect-free subset is interpreted:
+string and list literals, ``+`` of lists (and of strings), ``+=`` on lists, names bound earlier,
+and the pure builtins ``sorted(list)`` / ``list(list)``. Everything else (calls to functions
+defined in the file, ``str.format``, comprehensions, attribute access, ...) is *opaque*: the
+variable it is assigned to is unknown and a warning names the line. Function definitions are
+recorded as defined but never called. Nothing from the file is ever executed.
+
+Every string entry remembers the line it is written on and its *owner*: the first variable it
+was bound to (``libtorch_cuda_sources = libtorch_cuda_core_sources + [...]`` owns only the
+entries written in its own literal).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+
+@dataclass(eq=False)
+class Entry:
+    """One string of a list, where it is written, and the variable that first bound it."""
+
+    text: str
+    line: int
+    owner: str | None = None
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A value the evaluator does not compute; ``why`` says which construct stopped it."""
+
+    why: str
+    line: int
+
+
+@dataclass
+class StarlarkLists:
+    lists: dict[str, list[Entry]] = field(default_factory=dict)  # list variables, in file order
+    functions: list[str] = field(default_factory=list)  # names of defs (recorded, not called)
+    opaque: dict[str, Opaque] = field(default_factory=dict)  # variables that could not be evaluated
+    warnings: list[tuple[int, str]] = field(default_factory=list)  # (line, message)
+
+    def texts(self, name: str) -> list[str] | None:
+        """The strings of list ``name`` in order, or None when the file has no such list."""
+        entries = self.lists.get(name)
+        return None if entries is None else [e.text for e in entries]
+
+
+_PURE_LIST_BUILTINS = ("sorted", "list")
+
+
+class _Evaluator:
+    def __init__(self) -> None:
+        self.env: dict[str, object] = {}
+        self.out = StarlarkLists()
+
+    def run(self, tree: ast.Module) -> StarlarkLists:
+        for stmt in tree.body:
+            self.statement(stmt)
+        return self.out
+
+    # ------------------------------------------------------------------ statements
+    def statement(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, ast.Assign):
+            names = [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+            if len(names) != len(stmt.targets):
+                self.warn(stmt.lineno, "assignment to something other than a name is ignored")
+                return
+            value = self.expr(stmt.value)
+            for name in names:
+                self.bind(name, value, stmt.lineno)
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            name = stmt.target.id
+            if not isinstance(stmt.op, ast.Add):
+                self.bind(name, Opaque("augmented assignment other than +=", stmt.lineno), stmt.lineno)
+                return
+            self.bind(name, self.add(self.lookup(name, stmt.lineno), self.expr(stmt.value), stmt.lineno),
+                      stmt.lineno)
+        elif isinstance(stmt, ast.FunctionDef):
+            self.out.functions.append(stmt.name)
+            self.env[stmt.name] = Opaque(f"function {stmt.name}() is not called", stmt.lineno)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            return  # docstring or stray constant
+        else:
+            self.warn(stmt.lineno, f"unsupported statement ({type(stmt).__name__}) ignored")
+
+    def bind(self, name: str, value: object, line: int) -> None:
+        self.env[name] = value
+        if isinstance(value, list):
+            for e in value:
+                if e.owner is None:
+                    e.owner = name
+            self.out.lists[name] = value
+            self.out.opaque.pop(name, None)
+        else:
+            self.out.lists.pop(name, None)
+            if isinstance(value, Opaque):
+                self.out.opaque[name] = value
+                self.warn(line, f"{name} not evaluated: {value.why}")
+
+    def warn(self, line: int, message: str) -> None:
+        self.out.warnings.append((line, message))
+
+    # ------------------------------------------------------------------ expressions
+    def lookup(self, name: str, line: int) -> object:
+        if name in self.env:
+            return self.env[name]
+        return Opaque(f"undefined name {name!r}", line)
+
+    def expr(self, node: ast.expr) -> object:
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str):
+                return Entry(node.value, line)
+            if node.value is None or isinstance(node.value, (bool, int)):
+                return node.value
+            return Opaque(f"constant of type {type(node.value).__name__}", line)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            items: list[Entry] = []
+            for elt in node.elts:
+                v = self.expr(elt)
+                if isinstance(v, Opaque):
+                    return v
+                if not isinstance(v, Entry):
+                    return Opaque("list element that is not a string", getattr(elt, "lineno", line))
+                items.append(v)
+            return items
+        if isinstance(node, ast.Name):
+            v = self.lookup(node.id, line)
+            return list(v) if isinstance(v, list) else v  # copy: later += must not alias
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return self.add(self.expr(node.left), self.expr(node.right), line)
+        if isinstance(node, ast.Call):
+            return self.call(node, line)
+        return Opaque(f"unsupported expression ({type(node).__name__})", line)
+
+    def add(self, a: object, b: object, line: int) -> object:
+        for v in (a, b):
+            if isinstance(v, Opaque):
+                return v
+        if isinstance(a, list) and isinstance(b, list):
+            return a + b
+        if isinstance(a, Entry) and isinstance(b, Entry):
+            return Entry(a.text + b.text, a.line)
+        return Opaque("'+' of values that are not both lists or both strings", line)
+
+    def call(self, node: ast.Call, line: int) -> object:
+        func = node.func
+        if not isinstance(func, ast.Name):
+            what = ast.unparse(func) if hasattr(ast, "unparse") else type(func).__name__
+            return Opaque(f"call to {what}() is not evaluated", line)
+        if func.id not in _PURE_LIST_BUILTINS or func.id in self.env:
+            return Opaque(f"call to {func.id}() is not evaluated", line)
+        if len(node.args) != 1 or node.keywords:
+            return Opaque(f"{func.id}() with unsupported arguments", line)
+        arg = self.expr(node.args[0])
+        if isinstance(arg, Opaque):
+            return arg
+        if not isinstance(arg, list):
+            return Opaque(f"{func.id}() of something that is not a list", line)
+        return sorted(arg, key=lambda e: e.text) if func.id == "sorted" else list(arg)
+
+
+def evaluate_starlark(text: str, filename: str = "<bzl>") -> StarlarkLists:
+    """The list variables of a Starlark file. Never raises for bad input: a file that does not
+    parse yields no lists and one warning."""
+    try:
+        tree = ast.parse(text, filename=filename)
+    except (SyntaxError, ValueError) as e:
+        out = StarlarkLists()
+        out.warnings.append((getattr(e, "lineno", 0) or 0, f"cannot parse: {getattr(e, 'msg', e)}"))
+        return out
+    try:
+        return _Evaluator().run(tree)
+    except Exception as e:  # noqa: BLE001 - RecursionError on absurd nesting; never crash a scan
+        out = StarlarkLists()
+        out.warnings.append((0, f"cannot evaluate: {type(e).__name__}: {e}"))
+        return out
