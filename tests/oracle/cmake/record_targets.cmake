@@ -1,0 +1,51 @@
+# tdev oracle: included after every project() call (CMAKE_PROJECT_INCLUDE). The first call
+# defers a dump to the end of the top-level directory, i.e. after the whole configure: every
+# build-system target of every directory, with its type, source dir and final SOURCES list,
+# plus the USE_*/BUILD_* switches as the configure left them. Then it stops before the
+# generate step, which the oracle does not need (and which the stubbed dependencies fail).
+get_property(_tdev_oracle_armed GLOBAL PROPERTY TDEV_ORACLE_ARMED)
+if(NOT _tdev_oracle_armed)
+  set_property(GLOBAL PROPERTY TDEV_ORACLE_ARMED 1)
+
+  function(_tdev_oracle_walk dir out)
+    get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
+    foreach(t IN LISTS targets)
+      get_target_property(type ${t} TYPE)
+      get_target_property(sdir ${t} SOURCE_DIR)
+      file(APPEND "${out}" "T\t${t}\t${type}\t${sdir}\n")
+      if(NOT type STREQUAL "INTERFACE_LIBRARY")
+        get_target_property(srcs ${t} SOURCES)
+        if(srcs)
+          foreach(s IN LISTS srcs)
+            file(APPEND "${out}" "S\t${s}\n")
+          endforeach()
+        endif()
+      endif()
+    endforeach()
+    get_property(subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
+    foreach(d IN LISTS subdirs)
+      _tdev_oracle_walk("${d}" "${out}")
+    endforeach()
+  endfunction()
+
+  function(_tdev_oracle_dump)
+    set(out "${CMAKE_BINARY_DIR}/tdev-oracle-targets.tsv")
+    file(WRITE "${out}" "")
+    get_cmake_property(vars VARIABLES)
+    foreach(v IN LISTS vars)
+      if(v MATCHES "^(USE|BUILD)_[A-Z0-9_]+$")
+        file(APPEND "${out}" "V\t${v}\t${${v}}\n")
+      endif()
+    endforeach()
+    file(APPEND "${out}" "V\tCUDA_VERSION\t${CUDA_VERSION}\n")
+    _tdev_oracle_walk("${CMAKE_SOURCE_DIR}" "${out}")
+    file(APPEND "${out}" "END\n")
+    message(FATAL_ERROR "tdev-oracle: targets recorded, stopping before generation")
+  endfunction()
+
+  # scheduled from the first deferred call, so that it also runs after any the tree schedules
+  function(_tdev_oracle_schedule)
+    cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _tdev_oracle_dump)
+  endfunction()
+  cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _tdev_oracle_schedule)
+endif()

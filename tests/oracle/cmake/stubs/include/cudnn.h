@@ -1,0 +1,1 @@
+// tdev oracle stub

@@ -1,0 +1,12 @@
+# tdev oracle stub: protobuf "found"; the configure only needs its targets to exist.
+set(Protobuf_FOUND TRUE)
+set(Protobuf_VERSION 3.21.12)
+foreach(_t libprotobuf libprotobuf-lite)
+  if(NOT TARGET protobuf::${_t})
+    add_library(protobuf::${_t} UNKNOWN IMPORTED)
+    set_target_properties(protobuf::${_t} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${CMAKE_CURRENT_LIST_DIR}")
+  endif()
+endforeach()
+if(NOT TARGET protobuf::protoc)
+  add_executable(protobuf::protoc IMPORTED)
+endif()
