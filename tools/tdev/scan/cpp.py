@@ -1,0 +1,383 @@
+"""Intra-file evidence for C/C++/CUDA sources: CUDA-only preprocessor branches and CUDA-named code.
+
+CUDA regions. Every branch of a conditional group (#if/#ifdef/#ifndef, #elif/#elifdef/#elifndef,
+#else, #endif; nested; backslash continuations; ``#  if``; comments in directive lines; directives
+inside ``/* */`` comments or multi-line raw strings do not count) has a path condition: its own
+expression (none for #else), the negation of every earlier branch of its group, and the path
+condition of the enclosing branch. A branch is CUDA code when its path condition can hold for some
+macro setting but cannot hold with all the configured CUDA ``macros`` undefined (undefined names
+read as 0, exactly as cpp does: ``#if __CUDA_ARCH__ < 800`` is active without CUDA, so it is not
+CUDA code; the #else of ``#ifndef USE_CUDA`` is). tdev.scan.ppexpr decides this (unknown names are
+free; too many unknowns count as "not CUDA"). Only maximal branches are reported: one inside a
+CUDA branch is not. Empty branches are not reported.
+
+``Region.whole_group`` is True when no branch of the region's group can be active with the CUDA
+macros undefined (every branch is CUDA code or dead): with CUDA undefined the whole group, from its
+#if line to its #endif line, contributes nothing and can be removed as a unit. It is False when
+another branch is live without CUDA (the #else of ``#ifdef USE_CUDA``, the #if of
+``#ifndef USE_CUDA ... #else``): then the group must survive the removal in some form (its other
+branches are live code). Groups left open at the end of the file are not reported.
+Lines are counted by "\n" (CRLF works; use ``text.split("\n")``, not ``splitlines()``).
+Not modelled: a directive after a ``/* */`` comment on its own line, string literals continued with
+a backslash, and C++14 digit separators followed by a comment on the same line.
+
+Named code. Each ``cpp.named`` rule of rules.yaml is searched over the text (MULTILINE: ``^`` and
+``$`` anchor at line ends); matches that start inside a ``//`` or ``/* */`` comment are dropped
+(string literals count). Rules whose regex starts
+with ``\\b`` or a ``(?:word|word...)`` group are searched through literal-prefixed helper regexes
+(Python's re only scans fast for a literal prefix); every candidate is re-matched with the rule's
+own regex, so the matches are exactly those of ``pattern.finditer``.
+"""
+from __future__ import annotations
+
+import bisect
+import os
+import re
+from dataclasses import dataclass
+from typing import Collection
+
+from tdev.scan import ppexpr
+from tdev.scan.model import Evidence, LineRange
+from tdev.scan.rules import CppRules
+
+
+@dataclass(frozen=True)
+class Region:
+    """One maximal CUDA-only preprocessor branch; lines are 1-based and inclusive."""
+
+    start: int  # first body line: the line after the opening directive
+    end: int  # last body line: the line before the closing directive
+    open_line: int  # the #if/#ifdef/#ifndef/#elif/#else line that opens the branch
+    close_line: int  # the #elif/#else/#endif line that ends it
+    condition: str  # e.g. "#ifdef USE_CUDA" or "#ifndef USE_CUDA ... #else"
+    whole_group: bool  # no branch of the group is live with CUDA undefined (see module doc)
+
+
+_DIRECTIVE = re.compile(r"#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+_OPENERS = ("if", "ifdef", "ifndef")
+_MAX_EXPR = 1000  # longer #if expressions are one unknown (keeps the recursive evaluator shallow)
+# comments and literals (which may hide comment markers); every alternative starts with a literal
+# character so that re scans for those characters only. S: '.' crosses lines (continuations).
+_LEX = r"""//(?:[^\n\\]+|\\.)*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|"(?:[^"\\\n]+|\\.)*"|'(?:[^'\\\n]|\\.){1,12}'"""
+_NONCODE = re.compile(_LEX, re.S)
+_NONCODE_RAW = re.compile(r'R"([^()\\\s]{0,16})\(.*?\)\1"|' + _LEX, re.S)  # with raw strings
+
+
+class _NonCode:
+    """Spans of comments (and of multi-line raw strings, where directives do not count)."""
+
+    def __init__(self, text: str):
+        self.c: list[tuple[int, int]] = []
+        self.x: list[tuple[int, int]] = []
+        raw = 'R"' in text
+        if raw or "/" in text:
+            for m in (_NONCODE_RAW if raw else _NONCODE).finditer(text):
+                kind = m.group(0)[:2]
+                if kind in ("//", "/*"):
+                    self.c.append(m.span())
+                    self.x.append(m.span())
+                elif kind == 'R"' and "\n" in m.group(0):
+                    self.x.append(m.span())
+        self.cs = [s for s, _ in self.c]
+        self.xs = [s for s, _ in self.x]
+
+    def in_comment(self, pos: int) -> bool:
+        i = bisect.bisect_right(self.cs, pos) - 1
+        return i >= 0 and pos < self.c[i][1]
+
+    def hidden(self, pos: int) -> int:
+        """The end of the comment/raw string covering ``pos``, or -1."""
+        i = bisect.bisect_right(self.xs, pos) - 1
+        return self.x[i][1] if i >= 0 and pos < self.x[i][1] else -1
+
+    def strip(self, text: str, a: int, b: int) -> str:
+        """text[a:b] with comments replaced by a space."""
+        i = bisect.bisect_left(self.cs, a)
+        if i > 0 and self.c[i - 1][1] > a:
+            i -= 1
+        out, pos = [], a
+        while i < len(self.c) and self.c[i][0] < b:
+            out.append(text[pos:max(pos, self.c[i][0])])
+            out.append(" ")
+            pos = max(pos, self.c[i][1])
+            i += 1
+        out.append(text[pos:b] if pos < b else "")
+        return "".join(out)
+
+
+class _Branch:
+    __slots__ = ("kind", "node", "cond", "open_line", "start", "close_line", "parent", "group",
+                 "path", "mentions", "cuda", "in_cuda")
+
+    def __init__(self, kind, node, cond, open_line, start, parent, group):
+        self.kind, self.node, self.cond, self.open_line, self.start = kind, node, cond, open_line, start
+        self.parent, self.group, self.close_line = parent, group, 0
+
+
+def _continued(text: str, nl: int) -> bool:
+    """Is the newline at ``nl`` escaped by a backslash (a continuation line)?"""
+    return text[nl - 1] == "\\" or text[nl - 2:nl] == "\\\r"
+
+
+def _expr_node(kind: str, expr: str) -> ppexpr.Node | None:
+    if kind == "else":
+        return None
+    if kind in ("ifdef", "ifndef", "elifdef", "elifndef"):
+        name = expr.split()[0] if expr.split() else ""
+        node = ("def", name) if re.fullmatch(r"[A-Za-z_]\w*", name) else ("call", expr)
+        return ("!", node) if kind.endswith("ndef") else node
+    if len(expr) > _MAX_EXPR:
+        return ("call", expr)
+    try:
+        return ppexpr.parse(expr)
+    except (ppexpr.PPSyntaxError, RecursionError):
+        return ("call", expr)  # an unknown, non-CUDA atom
+
+
+def _directives(text: str, noncode: _NonCode | None):
+    """Yield (kind, expression text, first line, last line) for each conditional directive."""
+    line, at = 1, 0
+    for m in _DIRECTIVE.finditer(text):
+        pos = m.start()
+        ls = text.rfind("\n", 0, pos) + 1
+        if pos != ls and text[ls:pos].strip():
+            continue
+        if noncode is not None and noncode.hidden(pos) >= 0:
+            continue
+        e = text.find("\n", m.end())
+        while e >= 0:  # the logical line: continuations and comments spanning newlines
+            hid = noncode.hidden(e) if noncode is not None else -1
+            if hid >= 0:
+                e = text.find("\n", hid)
+            elif _continued(text, e):
+                e = text.find("\n", e + 1)
+            else:
+                break
+        if e < 0:
+            e = len(text)
+        line += text.count("\n", at, pos)
+        at = pos
+        if noncode is not None:
+            expr = noncode.strip(text, m.end(), e)
+        else:
+            expr = text[m.end():e]
+            expr = expr[:expr.find("//")] if "//" in expr else expr
+        expr = " ".join(expr.replace("\\\r\n", " ").replace("\\\n", " ").split())
+        yield m.group(1), expr, line, line + text.count("\n", pos, e)
+
+
+def _regions(text: str, macros: frozenset[str], noncode: _NonCode | None) -> list[Region]:
+    branches: list[_Branch] = []
+    stack: list[list[_Branch]] = []  # open groups, each the list of its branches so far
+    for kind, expr, first, last in _directives(text, noncode):
+        cond = f"#{kind} {expr}".rstrip()
+        if kind in _OPENERS:
+            parent = stack[-1][-1] if stack else None
+            group: list[_Branch] = []
+            stack.append(group)
+        elif not stack:
+            continue  # a stray #elif/#else/#endif
+        else:
+            group = stack[-1]
+            group[-1].close_line = first
+            parent = group[0].parent
+            if kind == "endif":
+                stack.pop()
+                continue
+            cond = f"{group[0].cond} ... {cond}"
+        b = _Branch(kind, _expr_node(kind, expr), cond, first, last + 1, parent, group)
+        group.append(b)
+        branches.append(b)
+
+    out = []
+    for b in branches:  # creation order: a parent is decided before its children
+        p = b.parent
+        b.in_cuda = p is not None and (p.cuda or p.in_cuda)
+        b.cuda = False
+        if b.in_cuda:  # not maximal, and never live without CUDA
+            continue
+        local = [(s.node, False) for s in b.group[:b.group.index(b)] if s.node is not None]
+        if b.node is not None:
+            local.append((b.node, True))
+        b.path = (p.path if p else ()) + tuple(local)
+        b.mentions = (p.mentions if p else False) or any(ppexpr.names(n) & macros for n, _ in local)
+        b.cuda = b.mentions and ppexpr.satisfiable(b.path) and not ppexpr.satisfiable(b.path, macros)
+    for b in branches:  # the last branch of a group gets its close_line at the #endif
+        if b.cuda and b.group[-1].close_line and b.start <= b.close_line - 1:
+            whole = all(s.cuda or not ppexpr.satisfiable(s.path, macros) for s in b.group)
+            out.append(Region(b.start, b.close_line - 1, b.open_line, b.close_line, b.cond, whole))
+    return out
+
+
+Finder = tuple[re.Pattern[str], "str | None"]  # a literal-prefixed searcher and its gate
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    macros: frozenset[str]
+    macro_re: re.Pattern[str]
+    named: tuple[tuple[str, re.Pattern[str], tuple[Finder, ...]], ...]
+
+
+_CACHE: dict[int, tuple[CppRules, _Compiled]] = {}
+_MACRO_CACHE: dict[frozenset[str], re.Pattern[str]] = {}
+_ALTS = re.compile(r"\(\?:(\w+(?:\|\w+)*)\)")
+_LITERAL = re.compile(r"[^\\.^$*+?{}\[\]|()]*")
+
+
+def _macro_re(macros: Collection[str]) -> re.Pattern[str]:
+    alts = "|".join(map(re.escape, sorted(macros, key=len, reverse=True)))
+    return re.compile(rf"\b(?:{alts})\b" if alts else r"(?!)")
+
+
+def _literal(src: str) -> str:
+    """The literal text every match of regex ``src`` starts with ('' when unsure)."""
+    lit = _LITERAL.match(src).group(0)
+    return lit[:-1] if src[len(lit):len(lit) + 1] in ("*", "+", "?", "{") else lit
+
+
+def searchers(pattern: re.Pattern[str]) -> tuple[Finder, ...]:
+    """Literal-prefixed regexes that together match wherever ``pattern`` can start a match, each
+    with the literal its matches start with ('' when unsure). ``_gates`` turns the literals into
+    4-character gates shared by several searchers, so that one ``in`` test can skip many scans."""
+    src = pattern.pattern
+    body = src[2:] if src.startswith("\\b") else src
+    m = _ALTS.match(body)
+    if m and body[m.end():m.end() + 1] in ("?", "*", "+", "{"):
+        m = None  # a quantified group: no common literal prefix
+    plain = not pattern.flags & (re.I | re.X) and "|" not in body[m.end() if m else 0:]
+    if not m:
+        return ((re.compile(body, pattern.flags), _literal(body) if plain else ""),)
+    groups: dict[str, list[str]] = {}
+    for alt in m.group(1).split("|"):
+        groups.setdefault(alt[:2], []).append(alt)
+    rest = body[m.end():]
+    out = []
+    for alts in groups.values():
+        pre = os.path.commonprefix(alts)
+        tails = "|".join(re.escape(a[len(pre):]) for a in alts)
+        lit = (pre if len(alts) > 1 else pre + _literal(rest)) if plain else ""
+        out.append((re.compile(re.escape(pre) + (f"(?:{tails})" if len(alts) > 1 else tails) + rest,
+                               pattern.flags), lit))
+    return tuple(out)
+
+
+def _gates(named: list[tuple[str, re.Pattern[str], tuple[Finder, ...]]]):
+    """Replace each searcher's literal by a shared gate: greedily the 4-gram most literals hold."""
+    lits = {id(f): lit for _, _, fs in named for f, lit in fs}
+    gate: dict[int, str | None] = dict.fromkeys(lits)
+    while True:
+        counts: dict[str, set[int]] = {}
+        for k, lit in lits.items():
+            if gate[k] is None:
+                for i in range(len(lit) - 3):
+                    counts.setdefault(lit[i:i + 4], set()).add(k)
+        best = max(counts.items(), key=lambda kv: len(kv[1]), default=(None, ()))
+        if len(best[1]) < 2:
+            break
+        for k in best[1]:
+            gate[k] = best[0]
+    return tuple((rule, p, tuple((f, gate[id(f)]) for f, _ in fs)) for rule, p, fs in named)
+
+
+def match_spans(pattern: re.Pattern[str], finders: tuple[Finder, ...], text: str,
+                gates: dict[str, bool] | None = None):
+    """The matches of ``pattern.finditer(text)``, found through its ``searchers``; ``gates``
+    caches which gate strings occur in ``text``."""
+    starts: set[int] = set()
+    gates = {} if gates is None else gates
+    for f, gate in finders:
+        if gate is not None:
+            ok = gates.get(gate)
+            if ok is None:
+                ok = gates[gate] = gate in text
+            if not ok:
+                continue
+        m = f.search(text)
+        while m is not None:
+            starts.add(m.start())
+            m = f.search(text, m.start() + 1)
+    out, pos = [], 0
+    for s in sorted(starts):
+        if s >= pos:
+            m = pattern.match(text, s)
+            if m is not None:
+                out.append(m)
+                pos = m.end() if m.end() > s else s + 1
+    return out
+
+
+def _compiled(rules: CppRules) -> _Compiled:
+    hit = _CACHE.get(id(rules))
+    if hit is not None and hit[0] is rules:
+        return hit[1]
+    # MULTILINE: a rule's ^ and $ anchor at line ends, as if each line were searched on its own
+    multiline = {k: re.compile(p.pattern, p.flags | re.M) for k, p in rules.named.items()}
+    named = _gates([(k, p, searchers(p)) for k, p in multiline.items()])
+    c = _Compiled(frozenset(rules.macros), _macro_re(rules.macros), named)
+    if len(_CACHE) > 64:
+        _CACHE.clear()
+    _CACHE[id(rules)] = (rules, c)
+    return c
+
+
+def find_cuda_regions(text: str, macros: Collection[str]) -> list[Region]:
+    """The maximal CUDA-only preprocessor branches of ``text`` (see the module doc)."""
+    key = frozenset(macros)
+    macro_re = _MACRO_CACHE.get(key)
+    if macro_re is None:
+        macro_re = _MACRO_CACHE[key] = _macro_re(key)
+    return _find(text, key, macro_re, None)
+
+
+def _find(text: str, macros: frozenset[str], macro_re: re.Pattern[str],
+          noncode: _NonCode | None) -> list[Region]:
+    for m in _DIRECTIVE.finditer(text):  # any CUDA macro in a condition at all?
+        if m.group(1) in ("else", "endif"):
+            continue
+        e = text.find("\n", m.end())
+        while e > 0 and _continued(text, e):
+            e = text.find("\n", e + 1)
+        if macro_re.search(text, m.end(), e if e >= 0 else len(text)):
+            break
+    else:
+        return []
+    if noncode is None and ("/*" in text or 'R"' in text):
+        noncode = _NonCode(text)
+    return _regions(text, macros, noncode)
+
+
+def _ranges(lines: list[int]) -> tuple[LineRange, ...]:
+    out: list[list[int]] = []
+    for n in sorted(set(lines)):
+        if out and n <= out[-1][1] + 1:
+            out[-1][1] = n
+        else:
+            out.append([n, n])
+    return tuple((a, b) for a, b in out)
+
+
+def scan_cpp(text: str, rules: CppRules) -> list[Evidence]:
+    """Evidence for one C/C++/CUDA source: "pp-region" per maximal CUDA region, then one per
+    named rule that fires (detail: the first distinct tokens and the count; lines: where)."""
+    c = _compiled(rules)
+    gates: dict[str, bool] = {}
+    found = [(k, ms) for k, p, f in c.named if (ms := match_spans(p, f, text, gates))]
+    noncode = _NonCode(text) if found else None
+    out = [Evidence("pp-region", f"{r.condition} (lines {r.start}-{r.end})", ((r.start, r.end),))
+           for r in _find(text, c.macros, c.macro_re, noncode)]
+    for rule, matches in found:
+        lines, tokens, line, at = [], [], 1, 0
+        for m in matches:
+            if noncode.in_comment(m.start()):
+                continue
+            line += text.count("\n", at, m.start())
+            at = m.start()
+            lines.extend(range(line, line + m.group(0).count("\n") + 1))
+            tokens.append(" ".join(m.group(0).split()).rstrip("( "))
+        if tokens:
+            distinct = list(dict.fromkeys(tokens))
+            detail = ", ".join(distinct[:3]) + (", ..." if len(distinct) > 3 else "")
+            detail += f" \u00d7{len(tokens)}" if len(tokens) > 1 else ""
+            out.append(Evidence(rule, detail, _ranges(lines)))
+    return out
