@@ -77,8 +77,10 @@ def test_else_and_continuation_regions_in_real_headers(pytorch_tree, rules):
 def test_named_code_lines_in_real_files(pytorch_tree, rules):
     acc = scan_cpp((pytorch_tree / "aten/src/ATen/DeviceAccelerator.cpp").read_text(), rules.cpp)
     assert acc == [Evidence("cpp-kCUDA", "kCUDA", ((42, 42),))]  # `case at::kCUDA:`
-    # TensorOptions.h names kCUDA and "cuda:1" only in /// comments
-    assert scan_cpp((pytorch_tree / "c10/core/TensorOptions.h").read_text(), rules.cpp) == []
+    # TensorOptions.h names kCUDA and "cuda:1" only in /// comments; its one CUDA use in code is
+    # `case Device::Type::CUDA:` on line 218
+    assert scan_cpp((pytorch_tree / "c10/core/TensorOptions.h").read_text(), rules.cpp) == [
+        Evidence("cpp-devicetype-cuda", "Device::Type::CUDA", ((218, 218),))]
     ev = {e.rule: e for e in scan_cpp((pytorch_tree / "c10/cuda/CUDAFunctions.cpp").read_text(), rules.cpp)}
     assert ev["cpp-cuda-check-macro"] == Evidence("cpp-cuda-check-macro", "C10_CUDA_CHECK \u00d712", tuple(
         (n, n) for n in (129, 134, 143, 237, 259, 265, 273, 284, 293, 314, 327, 331)))
