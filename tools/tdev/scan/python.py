@@ -199,10 +199,18 @@ class _Finder:
         return sn.else_block(body[1], indent)
 
 
+_IDENT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
 def _candidates(text: str, needles: tuple[str, ...]) -> list[int]:
+    """Offsets of needles that start a name (``cuda``, ``_cuda_x``, ``.cuda``, ``"cuda``); one
+    inside a longer identifier (``requires_cuda``, ``common_cuda``) cannot match any rule."""
     offs: list[int] = []
     for n in needles:
-        offs.extend(find_all(text, n, per_line=True))
+        for at in find_all(text, n):
+            before = text[at - 1] if at else " "
+            if before not in _IDENT or (before == "_" and (at < 2 or text[at - 2] not in _IDENT)):
+                offs.append(at)
     offs.sort()
     return offs
 
