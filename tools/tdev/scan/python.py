@@ -202,14 +202,24 @@ class _Finder:
 _IDENT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
-def _candidates(text: str, needles: tuple[str, ...]) -> list[int]:
-    """Offsets of needles that start a name (``cuda``, ``_cuda_x``, ``.cuda``, ``"cuda``); one
-    inside a longer identifier (``requires_cuda``, ``common_cuda``) cannot match any rule."""
+def _candidates(text: str, rules: PythonRules) -> list[int]:
+    """Offsets of needles that can start a match: at the start of a name (``cuda``, ``_cuda_x``,
+    ``.cuda``, ``"cuda``) or inside a name the rules list (``is_cuda``). A needle inside any
+    other identifier (``requires_cuda``, ``common_cuda``) cannot match a rule."""
     offs: list[int] = []
-    for n in needles:
+    names = set(rules.attributes)
+    for n in rules.needles:
         for at in find_all(text, n):
-            before = text[at - 1] if at else " "
-            if before not in _IDENT or (before == "_" and (at < 2 or text[at - 2] not in _IDENT)):
+            i = at
+            while i and text[i - 1] in _IDENT:
+                i -= 1
+            if i == at or text[i:at] == "_":
+                offs.append(at)
+                continue
+            j = at + len(n)
+            while j < len(text) and text[j] in _IDENT:
+                j += 1
+            if text[i:j] in names:
                 offs.append(at)
     offs.sort()
     return offs
@@ -225,7 +235,7 @@ def scan_python(text: str, rules: PythonRules) -> tuple[list[Evidence], str | No
     sn = Snippets(text)
     f = _Finder(rules, sn)
     done: set[int] = set()
-    pending = _candidates(text, rules.needles)
+    pending = _candidates(text, rules)
     try:
         while pending:
             for line, off in sn.lines_of(pending):
