@@ -1,0 +1,198 @@
+"""``wrapped-cmake``: the command line of the wrapped_cmake library.
+
+Parses arguments, calls the library and renders (text or ``--json``); nothing else.
+Exit codes: 0 success, 1 the build failed (the message says why), 2 bad input, 130 interrupted.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, InputError
+
+EPILOG = """settings precedence (lowest first):
+  defaults < pyproject.toml [tool.wrapped-cmake] of the source directory
+  < environment (WRAPPED_CMAKE_<SETTING>, MAX_JOBS, TORCH_CUDA_ARCH_LIST, CMAKE_BUILD_TYPE,
+    DEBUG, CMAKE_GENERATOR, CMAKE_ARGS; BUILD_*, USE_*, CMAKE_* become -D definitions)
+  < command line (options, -C key=value, -D KEY=VALUE)
+  `--explain` shows every value with the source that set it.
+
+exit codes:
+  0   success
+  1   the build failed: missing compiler, unsupported host compiler, torch mismatch,
+      CMake or compiler error (one message with the first error lines and the log path)
+  2   bad input: unknown setting, bad value, unknown backend, malformed profile
+  130 interrupted
+
+docs: docs/wrapped-cmake.md"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="wrapped-cmake", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Build PyTorch device backends with CMake: one configuration model "
+        "(layered settings, backend profiles), Ninja, stale-build detection, presets and "
+        "actionable errors.", epilog=EPILOG)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    env = sub.add_parser("env", help="report cmake, ninja, compilers, CUDA/MACA/CANN, torch, "
+                         "Python and pybind11")
+    env.add_argument("--json", action="store_true", help="print JSON")
+    env.set_defaults(func=cmd_env)
+    helps = {"configure": "configure the build directory (only when stale, unless --fresh)",
+             "build": "configure if needed, then build (incremental)",
+             "install": "build, then cmake --install",
+             "clean": "remove build outputs (--all: the whole build directory)"}
+    for name, text in helps.items():
+        p = sub.add_parser(name, help=text, description=text, epilog=EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        _project_options(p)
+        if name == "configure":
+            p.add_argument("--fresh", action="store_true", help="configure even if up to date")
+        if name == "install":
+            p.add_argument("--prefix", type=Path, help="install prefix (overrides "
+                           "install-prefix for this run)")
+        if name == "clean":
+            p.add_argument("--all", action="store_true", help="remove the build directory")
+        p.set_defaults(func=cmd_project)
+    return parser
+
+
+def _project_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("project")
+    g.add_argument("--backend", help="backend profile: cuda (default), metax, ascend, sim, "
+                   "or a .yaml file")
+    g.add_argument("--source", type=Path, default=Path("."), help="source directory (default: .)")
+    g.add_argument("--build-dir", help="build directory (default: <source>/build/<backend>)")
+    s = p.add_argument_group("settings (override pyproject.toml and the environment)")
+    s.add_argument("--build-type", help="Debug, Release, RelWithDebInfo or MinSizeRel")
+    s.add_argument("--generator", help="CMake generator (default: Ninja)")
+    s.add_argument("-j", "--jobs", help="parallel jobs (default: MAX_JOBS or the build tool's)")
+    s.add_argument("--launcher", help="compiler launcher: ccache, sccache or none")
+    s.add_argument("--cuda-arch-list", help="e.g. 'Ampere;Hopper' or '8.0;9.0a+PTX'")
+    s.add_argument("--target", action="append", dest="targets", metavar="TARGET",
+                   help="build only this target (repeatable)")
+    s.add_argument("--install-prefix", help="CMAKE_INSTALL_PREFIX")
+    s.add_argument("--torch", help="none, cpu (default) or device: see docs")
+    s.add_argument("-D", action="append", dest="defines", default=[], metavar="KEY=VALUE",
+                   help="CMake definition (repeatable)")
+    s.add_argument("-C", action="append", dest="config", default=[], metavar="KEY=VALUE",
+                   help="any setting by its pyproject key, e.g. -C compile-commands=false")
+    s.add_argument("--verbose", action="store_true", default=None,
+                   help="show every build line, not only progress")
+    o = p.add_argument_group("output")
+    o.add_argument("--json", action="store_true", help="print the result as JSON")
+    o.add_argument("--explain", action="store_true",
+                   help="print each setting with the source that set it, why the build "
+                   "directory would be reconfigured and the cmake command, then stop")
+    o.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or EXIT_OK)
+    except InputError as e:
+        print(f"wrapped-cmake: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("wrapped-cmake: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    from .env import detect_environment
+
+    env = detect_environment()
+    if args.json:
+        print(json.dumps(env.to_dict(), indent=2))
+        return EXIT_OK
+    for section, value in env.to_dict().items():
+        fields = {k: v for k, v in value.items() if v not in (None, "")}
+        print(f"{section}: " + (", ".join(f"{k}={v}" for k, v in fields.items())
+                                if fields else "not found"))
+    if env.cuda.host_compiler_supported is False:
+        print(f"warning: nvcc {env.cuda.version} does not support the host compiler "
+              f"{env.cuda.host_compiler} ({env.cuda.host_compiler_version}; newest supported "
+              f"GCC: {env.cuda.max_host_gcc})", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_project(args: argparse.Namespace) -> int:
+    from .cmaker import CMaker
+    from .settings import load_settings
+
+    overrides = {"backend": args.backend, "build-dir": args.build_dir,
+                 "build-type": args.build_type, "generator": args.generator, "jobs": args.jobs,
+                 "launcher": args.launcher, "cuda-arch-list": args.cuda_arch_list,
+                 "targets": args.targets, "install-prefix": args.install_prefix,
+                 "torch": args.torch, "verbose": args.verbose}
+    if not args.source.is_dir():
+        raise InputError("--source", f"not a directory: {args.source}")
+    settings = load_settings(args.source, overrides=overrides, defines=args.defines,
+                             config=args.config)
+    echo = None if (args.json or args.quiet) else (lambda line: print(line, flush=True))
+    cmaker = CMaker(settings, echo=echo)
+    if args.explain:
+        return explain(cmaker, args.json)
+    if args.command == "configure":
+        result = cmaker.configure(force=args.fresh)
+    elif args.command == "build":
+        result = cmaker.build()
+    elif args.command == "install":
+        result = cmaker.install(args.prefix.resolve() if args.prefix else None)
+    else:
+        result = cmaker.clean(everything=args.all)
+    if args.json:
+        print(json.dumps({**result.to_dict(), "backend": cmaker.profile.name,
+                          "settings": settings.to_dict()}, indent=2))
+    else:
+        for w in result.warnings:
+            print(f"wrapped-cmake: warning: {w}", file=sys.stderr)
+        if result.failure:
+            print(result.failure.render(), file=sys.stderr)
+        elif not args.quiet:
+            print("wrapped-cmake: " + ", ".join(
+                f"{s.name} {'%.2fs' % s.seconds if s.ran else 'skipped'} ({s.reason})"
+                for s in result.steps) + f" [{result.build_dir}]")
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def explain(cmaker, as_json: bool) -> int:
+    s = cmaker.settings
+    reasons, fresh = cmaker.stale_reasons()
+    cmd = cmaker.configure_command(fresh=fresh)
+    if as_json:
+        print(json.dumps({"backend": cmaker.profile.name, "profile": str(cmaker.profile.path),
+                          "settings": s.to_dict(), "definitions": cmaker.definitions(),
+                          "reconfigure": reasons, "fresh": fresh, "configure_command": cmd,
+                          "build_command": cmaker.build_command()}, indent=2))
+        return EXIT_OK
+    print(f"backend: {cmaker.profile.name} ({cmaker.profile.path})")
+    print("settings:")
+    for key, item in s.to_dict().items():
+        if key == "define":
+            continue
+        print(f"  {key:<18} = {item['value']!r:<40} [{item['source']}]")
+    print("definitions from settings layers:")
+    for key, item in s.to_dict()["define"].items():
+        print(f"  {key} = {item['value']!r} [{item['source']}]")
+    print("configure: " + ("; ".join(reasons) + (" (--fresh)" if fresh else "")
+                           if reasons else "up to date"))
+    print("  " + " ".join(_quote(a) for a in cmd))
+    print("build:\n  " + " ".join(_quote(a) for a in cmaker.build_command()))
+    for f in cmaker.toolchain.failures:
+        print(f.render(), file=sys.stderr)
+    return EXIT_OK
+
+
+def _quote(arg: str) -> str:
+    import shlex
+    return shlex.quote(arg)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
