@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Collection
 
 from tdev.scan import ppexpr
-from tdev.scan.model import Evidence, LineRange
+from tdev.scan.model import Evidence, LineRange, merge_lines
 from tdev.scan.rules import CppRules
 
 
@@ -347,16 +347,6 @@ def _find(text: str, macros: frozenset[str], macro_re: re.Pattern[str],
     return _regions(text, macros, noncode)
 
 
-def _ranges(lines: list[int]) -> tuple[LineRange, ...]:
-    out: list[list[int]] = []
-    for n in sorted(set(lines)):
-        if out and n <= out[-1][1] + 1:
-            out[-1][1] = n
-        else:
-            out.append([n, n])
-    return tuple((a, b) for a, b in out)
-
-
 def scan_cpp(text: str, rules: CppRules) -> list[Evidence]:
     """Evidence for one C/C++/CUDA source: "pp-region" per maximal CUDA region, then one per
     named rule that fires (detail: the first distinct tokens and the count; lines: where)."""
@@ -379,5 +369,5 @@ def scan_cpp(text: str, rules: CppRules) -> list[Evidence]:
             distinct = list(dict.fromkeys(tokens))
             detail = ", ".join(distinct[:3]) + (", ..." if len(distinct) > 3 else "")
             detail += f" \u00d7{len(tokens)}" if len(tokens) > 1 else ""
-            out.append(Evidence(rule, detail, _ranges(lines)))
+            out.append(Evidence(rule, detail, merge_lines(lines)))
     return out

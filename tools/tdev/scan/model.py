@@ -19,6 +19,17 @@ Kind = Literal["cuda", "mixed"]
 LineRange = tuple[int, int]
 
 
+def merge_lines(lines) -> tuple[LineRange, ...]:
+    """Line numbers -> sorted ranges of consecutive lines."""
+    out: list[list[int]] = []
+    for n in sorted(set(lines)):
+        if out and n <= out[-1][1] + 1:
+            out[-1][1] = n
+        else:
+            out.append([n, n])
+    return tuple((a, b) for a, b in out)
+
+
 @dataclass(frozen=True)
 class Evidence:
     """One reason for a classification: which rule fired, what it saw, and where."""

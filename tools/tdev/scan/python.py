@@ -16,20 +16,9 @@ from __future__ import annotations
 import ast
 import re
 
-from .model import Evidence
+from .model import Evidence, merge_lines
 from .pysnippets import Snippets, Unparseable, find_all
 from .rules import PythonRules
-
-
-def merge_lines(lines) -> tuple[tuple[int, int], ...]:
-    """Line numbers -> sorted ranges of consecutive lines."""
-    out: list[list[int]] = []
-    for n in sorted(set(lines)):
-        if out and n <= out[-1][1] + 1:
-            out[-1][1] = n
-        else:
-            out.append([n, n])
-    return tuple((a, b) for a, b in out)
 
 
 def _dotted(node: ast.AST) -> str | None:
