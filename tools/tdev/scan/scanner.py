@@ -103,26 +103,39 @@ def _batches(jobs: list[_Job], sizes: dict[str, int], parts: int) -> list[list[_
     return [b for b in out if b]
 
 
-def _run_jobs(absroot: str, jobs: list[_Job], sizes: dict[str, int], rules: Rules, n_jobs: int,
-              progress: Progress | None):
-    total = len(jobs)
-    if n_jobs <= 1 or total < PARALLEL_MIN_FILES:
-        _init_worker(absroot, rules)
-        for k, j in enumerate(jobs):
-            yield (j.path, *_scan_content(absroot, j, rules))
-            if progress and k % 200 == 0:
-                progress(k, total)
-        return
-    import multiprocessing as mp
+class _Runner:
+    """Reads and scans files, in worker processes started at once (so the main process can
+    evaluate build files meanwhile), or in this process when there is little to do."""
 
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-    done = 0
-    with ctx.Pool(n_jobs, initializer=_init_worker, initargs=(absroot, rules)) as pool:
-        for res in pool.imap_unordered(_work, _batches(jobs, sizes, n_jobs)):
-            yield from res
-            done += len(res)
-            if progress:
-                progress(done, total)
+    def __init__(self, absroot: str, jobs: list[_Job], sizes: dict[str, int], rules: Rules, n_jobs: int,
+                 progress: Progress | None) -> None:
+        self.absroot, self.jobs, self.rules, self.progress = absroot, jobs, rules, progress
+        self.pool = None
+        if n_jobs > 1 and len(jobs) >= PARALLEL_MIN_FILES:
+            import multiprocessing as mp
+
+            ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+            self.pool = ctx.Pool(n_jobs, initializer=_init_worker, initargs=(absroot, rules))
+            self.it = self.pool.imap_unordered(_work, _batches(jobs, sizes, n_jobs))
+
+    def results(self):
+        total = len(self.jobs)
+        if self.pool is None:
+            for k, j in enumerate(self.jobs):
+                yield (j.path, *_scan_content(self.absroot, j, self.rules))
+                if self.progress and k % 200 == 0:
+                    self.progress(k, total)
+            return
+        done = 0
+        try:
+            for res in self.it:
+                yield from res
+                done += len(res)
+                if self.progress:
+                    self.progress(done, total)
+        finally:
+            self.pool.terminate()
+            self.pool.join()
 
 
 def _build_evidence(root: Path, rules: Rules, paths: list[str], cache: ScanCache | None) -> BuildEvidence:
@@ -159,43 +172,58 @@ def scan(root: str | Path, rules: Rules | None = None, *, jobs: int | None = Non
     by_path: dict[str, FileEntry] = {e.path: e for e in entries}
     cache_file = ScanCache.file_for(cache_dir or default_cache_dir(), root) if use_cache else None
     cache = ScanCache.load(cache_file, ScanCache.key_for(root, rules.digest)) if cache_file else None
-
-    build = _build_evidence(root, rules, list(by_path), cache)
-    verdict = {p: build.is_cuda(p) for p in build.facts}
     names = {e.path: name_evidence(e.path, rules.names) for e in entries}
-
-    def header_of_cpu_source(path: str) -> bool:
-        return any(verdict.get(s) is False for s in sibling_sources(path))
-
-    todo: list[_Job] = []
     content: dict[str, tuple[Evidence, ...]] = {}
     warnings: list[ScanWarning] = []
     hits = 0
-    for e in entries:
-        v = verdict.get(e.path)
-        if v is True or (v is None and names[e.path] and not header_of_cpu_source(e.path)):
-            continue  # already cuda as a whole: no need to read it
-        lang = "cpp" if e.path.endswith(rules.cpp.suffixes) else \
-            "python" if e.path.endswith(rules.python.suffixes) else None
-        if lang is None:
-            continue
-        cached = cache.files.get(e.path) if cache else None
-        if cached is not None and cached[0] == e.identity:
-            hits += 1
-            content[e.path] = cached[1]
-            if cached[2]:
-                warnings.append(ScanWarning(e.path, cached[2]))
-        else:
-            todo.append(_Job(e.path, lang))
 
-    sizes = {j.path: by_path[j.path].size for j in todo}
+    def select(candidates) -> list[_Job]:
+        """Jobs for the files among ``candidates`` that hold code and are not in the cache."""
+        nonlocal hits
+        out = []
+        for e in candidates:
+            lang = "cpp" if e.path.endswith(rules.cpp.suffixes) else \
+                "python" if e.path.endswith(rules.python.suffixes) else None
+            if lang is None:
+                continue
+            cached = cache.files.get(e.path) if cache else None
+            if cached is not None and cached[0] == e.identity:
+                hits += 1
+                content[e.path] = cached[1]
+                if cached[2]:
+                    warnings.append(ScanWarning(e.path, cached[2]))
+            else:
+                out.append(_Job(e.path, lang))
+        return out
+
+    def collect(runner: _Runner) -> None:
+        for path, ev, warn in runner.results():
+            content[path] = ev
+            if warn:
+                warnings.append(ScanWarning(path, warn))
+            if cache is not None:
+                cache.files[path] = (by_path[path].identity, ev, warn)
+
+    # 1. files no name rule claims: read them now, while the build files are evaluated
     n_jobs = jobs if jobs is not None else (os.cpu_count() or 1)
-    for path, ev, warn in _run_jobs(str(root), todo, sizes, rules, n_jobs, progress):
-        content[path] = ev
-        if warn:
-            warnings.append(ScanWarning(path, warn))
-        if cache is not None:
-            cache.files[path] = (by_path[path].identity, ev, warn)
+    todo = select(e for e in entries if not names[e.path])
+    runner = _Runner(str(root), todo, {j.path: by_path[j.path].size for j in todo}, rules, n_jobs, progress)
+    try:
+        build = _build_evidence(root, rules, list(by_path), cache)
+        verdict = {p: build.is_cuda(p) for p in build.facts}
+
+        def header_of_cpu_source(path: str) -> bool:
+            return any(verdict.get(s) is False for s in sibling_sources(path))
+
+        # 2. files a name rule claims but the build compiles into a CPU library: read them too
+        extra = select(e for e in entries if names[e.path] and (
+            verdict.get(e.path) is False or (verdict.get(e.path) is None and header_of_cpu_source(e.path))))
+        collect(runner)
+    finally:
+        if runner.pool is not None:
+            runner.pool.terminate()
+    collect(_Runner(str(root), extra, {}, rules, 1, None))
+    todo += extra
 
     findings = []
     for e in entries:
