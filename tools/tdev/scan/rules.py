@@ -59,6 +59,15 @@ class CppRules:
 
 
 @dataclass(frozen=True)
+class CMakeRules:
+    files: tuple[str, ...]  # base names
+    suffixes: tuple[str, ...]
+
+    def matches(self, path: str) -> bool:
+        return path.endswith(self.suffixes) or path.rsplit("/", 1)[-1] in self.files
+
+
+@dataclass(frozen=True)
 class PythonRules:
     suffixes: tuple[str, ...]
     needles: tuple[str, ...]
@@ -75,6 +84,7 @@ class Rules:
     names: NameRules
     build: BuildRules
     cpp: CppRules
+    cmake: CMakeRules
     python: PythonRules
     digest: str = field(default="")  # identifies the effective rules (cache key)
 
@@ -124,6 +134,7 @@ def _build(raw: dict[str, Any], where: str) -> Rules:
                              frozenset(b.get("gpu_flags", ())), frozenset(b.get("rocm_flags", ()))),
             cpp=CppRules(tuple(c["suffixes"]), tuple(c["macros"]),
                          {k: _compile(where, k, v) for k, v in c["named"].items()}),
+            cmake=CMakeRules(tuple(raw["cmake"]["files"]), tuple(raw["cmake"]["suffixes"])),
             python=PythonRules(
                 suffixes=tuple(p["suffixes"]), needles=tuple(p["needles"]), modules=tuple(p["modules"]),
                 c_prefixes=tuple(p["c_prefixes"]),

@@ -28,7 +28,7 @@ class ScanInputError(ValueError):
 @dataclass(frozen=True)
 class _Job:
     path: str
-    lang: str  # "cpp" | "python"
+    lang: str  # "cpp" | "python" | "cmake"
 
 
 def check_root(root: Path) -> Path:
@@ -67,6 +67,11 @@ def _scan_content(absroot: str, job: _Job, rules: Rules) -> tuple[tuple[Evidence
         from .cpp import scan_cpp
 
         return tuple(scan_cpp(text, rules.cpp)), warning
+    if job.lang == "cmake":
+        from .cmakefile import scan_cmake
+
+        ev, cerr = scan_cmake(text, rules.build.gpu_flags)
+        return tuple(ev), warning or cerr
     from .python import scan_python
 
     ev, perr = scan_python(text, rules.python)
@@ -183,7 +188,8 @@ def scan(root: str | Path, rules: Rules | None = None, *, jobs: int | None = Non
         out = []
         for e in candidates:
             lang = "cpp" if e.path.endswith(rules.cpp.suffixes) else \
-                "python" if e.path.endswith(rules.python.suffixes) else None
+                "python" if e.path.endswith(rules.python.suffixes) else \
+                "cmake" if rules.cmake.matches(e.path) else None
             if lang is None:
                 continue
             cached = cache.files.get(e.path) if cache else None
