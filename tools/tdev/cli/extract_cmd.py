@@ -1,0 +1,212 @@
+"""`tdev extract`: build third_device/torch_cuda from a PyTorch tree, or verify one."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+DEFAULT_OUT = Path("third_device") / "torch_cuda"
+
+HELP = """Build the RFC's third_device/torch_cuda tree from a PyTorch checkout.
+
+Every `kind: cuda` file of the scan is copied byte for byte to the place the layout gives
+(tools/tdev/data/layout.yaml, or --layout); what the CUDA code needs besides itself is
+supplemented (CUDA-only headers, configuration templates, code-generation inputs, stubs); the
+CUDA-only preprocessor regions of mixed C/C++ files are split into files of their own, and mixed
+Python files get their CUDA binding imports rewritten, each with a patch in torch_patches/.
+MANIFEST.json records every file (source, destination, sha256, the scan rules, the PyTorch
+version/commit); EXTRACT_REPORT.json lists what needs a person.
+
+The tree is built beside DIR and renamed into place: a killed run leaves the previous DIR or
+the complete new one. A second run on the same input changes nothing."""
+
+EPILOG = """exit codes:
+  0  extracted (or verified) successfully; items for review do not fail a run
+  1  --verify found missing, changed or unexpected files
+  2  bad input: not a PyTorch tree, unreadable scan or layout, a layout/manifest path that
+     escapes its directory, an output directory tdev did not write, a dirty checkout (--in-tree)
+
+examples:
+  tdev extract ~/src/pytorch --dry-run
+  tdev extract ~/src/pytorch --out /tmp/torch_cuda
+  tdev extract --verify --out /tmp/torch_cuda
+  tdev extract ~/src/pytorch --in-tree          # git mv + one commit inside the checkout"""
+
+
+def register(sub) -> None:
+    p = sub.add_parser("extract", help="build third_device/torch_cuda from a PyTorch tree", description=HELP,
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("root", metavar="PYTORCH_ROOT", type=Path, nargs="?", help="a PyTorch source checkout")
+    p.add_argument("--out", type=Path, help=f"the torch_cuda directory to write (default: {DEFAULT_OUT})")
+    p.add_argument("--scan", type=Path, metavar="SCAN.json", help="use this `tdev scan --json` result "
+                   "instead of scanning")
+    p.add_argument("--layout", type=Path, metavar="FILE", help="layout YAML (default: the shipped one)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    p.add_argument("--in-tree", action="store_true", help="git mv inside the checkout, one commit")
+    p.add_argument("--verify", action="store_true", help="re-hash an extracted tree against its manifest")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--jobs", "-j", type=int, default=2, help="parallel preprocessing checks and scan "
+                   "workers (default: 2)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tdev.cli.main import EXIT_FINDINGS, EXIT_OK, UserError
+
+    if args.verify:
+        if args.root is not None or args.in_tree or args.dry_run:
+            raise UserError("--verify takes only --out (and --json)")
+        return _verify(args, EXIT_OK, EXIT_FINDINGS, UserError)
+    if args.root is None:
+        raise UserError("extract: PYTORCH_ROOT is required (or --verify)")
+    if args.in_tree and args.out is not None:
+        raise UserError("--in-tree writes PYTORCH_ROOT/third_device/torch_cuda; --out does not apply")
+    plan = _plan(args, UserError)
+    if args.dry_run:
+        _emit(args, plan, None)
+        return EXIT_OK
+    if args.in_tree:
+        from tdev.extract.intree import InTreeError, extract_in_tree
+
+        try:
+            res = extract_in_tree(plan)
+        except InTreeError as e:
+            raise UserError(str(e)) from None
+        _emit(args, plan, res)
+        return EXIT_OK
+    from tdev.extract.writer import OutputError, write_tree
+    from tdev.fsutil import PathEscapeError
+
+    try:
+        res = write_tree(plan, args.out or DEFAULT_OUT)
+    except (OutputError, PathEscapeError) as e:
+        raise UserError(str(e)) from None
+    _emit(args, plan, res)
+    return EXIT_OK
+
+
+def _plan(args, UserError):
+    from tdev.cli.progress import Progress
+    from tdev.extract.layout import LayoutError, load_layout
+    from tdev.extract.plan import make_plan
+    from tdev.scan.model import ScanResult
+    from tdev.scan.scanner import ScanInputError, check_root, scan
+
+    try:
+        layout = load_layout(args.layout)
+        root = check_root(args.root)
+        if args.scan is not None:
+            try:
+                result = ScanResult.from_json(json.loads(args.scan.read_text(encoding="utf-8")))
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                raise UserError(f"{args.scan}: cannot use this scan ({e})") from None
+        else:
+            bar = Progress("scanning")
+            result = scan(root, jobs=args.jobs, progress=bar)
+            bar.close()
+        return make_plan(root, result, layout, jobs=args.jobs, exclude=_inside(root, args))
+    except (LayoutError, ScanInputError) as e:
+        raise UserError(str(e)) from None
+
+
+def _inside(root: Path, args) -> tuple[str, ...]:
+    """The output (and its temporary siblings) when it lies inside the PyTorch tree: not input."""
+    import os
+
+    from tdev.extract.writer import siblings
+
+    if args.in_tree:
+        return ()
+    out = Path(os.path.realpath(args.out or DEFAULT_OUT))
+    found = []
+    for p in (out, *siblings(out)):
+        try:
+            found.append(p.relative_to(root).as_posix())
+        except ValueError:
+            pass
+    return tuple(f for f in found if f != ".")
+
+
+def _verify(args, EXIT_OK, EXIT_FINDINGS, UserError) -> int:
+    from tdev.extract.manifest import ManifestError, verify
+
+    out = args.out or DEFAULT_OUT
+    try:
+        res = verify(out)
+    except ManifestError as e:
+        raise UserError(str(e)) from None
+    if args.json:
+        json.dump(res.to_json(), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        for label, paths in (("missing", res.missing), ("changed", res.changed), ("unexpected", res.unexpected)):
+            for p in paths:
+                print(f"{label:<10} {p}")
+        verdict = "OK" if res.ok else "FAILED"
+        print(f"{out}: {verdict}: {res.checked} files match the manifest, {len(res.missing)} missing, "
+              f"{len(res.changed)} changed, {len(res.unexpected)} unexpected")
+    return EXIT_OK if res.ok else EXIT_FINDINGS
+
+
+def _emit(args, plan, res) -> None:
+    if args.json:
+        doc = {"schema": 1, "command": "extract",
+               "mode": "dry-run" if res is None else ("in-tree" if args.in_tree else "write"),
+               "summary": plan.summary(), "result": res.to_json() if res is not None else None,
+               "review": [r.to_json() for r in plan.review],
+               "unresolved_includes": [{"path": u.path, "line": u.line, "include": u.include}
+                                       for u in plan.includes.unresolved],
+               "largest_moves": [{"source": m.source, "dest": m.dest, "size": m.size} for m in _largest(plan)]}
+        json.dump(doc, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return
+    render(plan, res, in_tree=args.in_tree)
+
+
+def _largest(plan, n: int = 10):
+    return sorted(plan.moves, key=lambda m: (-m.size, m.source))[:n]
+
+
+def render(plan, res, *, in_tree: bool = False, out=sys.stdout) -> None:
+    s = plan.summary()
+    w = out.write
+    commit = f" commit {plan.torch_commit[:12]}" if plan.torch_commit else ""
+    w(f"PyTorch {plan.torch_version}{commit} at {plan.root}\n")
+    w("destination                          rule            files\n")
+    to = {r.name: r.to for r in plan.layout.rules}
+    for rule, n in sorted(s["per_layout_rule"].items(), key=lambda kv: (to[kv[0]], kv[0])):
+        w(f"{to[rule] + '/':<36} {rule:<15} {n:>5}\n")
+    w(f"moved {s['moved']}, supplemented {s['supplemented']} "
+      f"({', '.join(f'{k} {v}' for k, v in s['supplement_reasons'].items()) or 'none'})\n")
+    w(f"split {s['split_regions']} regions out of {s['split_files']} mixed C/C++ files "
+      f"(preprocessing checked); {s['split_left_for_review']} files and {s['regions_left_for_review']} "
+      f"regions left in place\n")
+    w(f"python rewrites {s['python_rewrites']}; patches {s['patches']}\n")
+    w(f"includes: {s['public_headers_referenced']} public torch headers referenced, "
+      f"{s['external_includes']} external, {sum(s['generated_includes'].values())} generated, "
+      f"{s['unresolved_includes']} unresolved\n")
+    w("largest moves:\n")
+    for m in _largest(plan, 5):
+        w(f"  {m.size:>9}  {m.source} -> {m.dest}\n")
+    if plan.review:
+        w(f"needs review ({len(plan.review)}):\n")
+        for r in plan.review[:25]:
+            lines = f":{r.lines[0]}-{r.lines[1]}" if r.lines else ""
+            w(f"  [{r.kind}] {r.path}{lines}: {r.reason}\n")
+        if len(plan.review) > 25:
+            w(f"  ... and {len(plan.review) - 25} more (--json, EXTRACT_REPORT.json)\n")
+    for u in plan.includes.unresolved[:10]:
+        w(f"unresolved include: {u.path}:{u.line}: {u.include}\n")
+    t = s["timings"]
+    w(f"planned in {t.get('total', 0):.2f} s (preprocessing checks {t.get('check', 0):.2f} s)\n")
+    if res is None:
+        w("dry run: nothing written\n")
+    elif in_tree:
+        w(f"committed {res.commit[:12]} in {res.root}: {res.moved} files moved with git mv, "
+          f"{res.added} written to {res.out}\n")
+    else:
+        state = "written" if res.changed else "unchanged (already up to date)"
+        w(f"{res.out}: {state}, {res.files} files, {res.bytes} bytes, in {res.seconds:.2f} s\n")
+        for note in res.recovered:
+            w(f"recovered: {note}\n")

@@ -1,0 +1,223 @@
+"""The one writer of ``tdev extract``: build the whole new tree beside the output, then rename it
+into place, so a run killed at any moment leaves the previous output or the complete new one.
+
+Protocol, for an output ``P/NAME`` (under an flock on the directory ``P``, no file created):
+
+1. recover from an interrupted run (below);
+2. read and hash everything; if ``P/NAME`` holds exactly this manifest and verifies, stop:
+   nothing changes (a second run is a no-op, to the inode);
+3. write the tree into ``P/.NAME.tdev-new`` (the manifest last);
+4. rename ``P/NAME`` to ``P/.NAME.tdev-old`` (if there is one), ``P/.NAME.tdev-new`` to
+   ``P/NAME``, then delete ``P/.NAME.tdev-old``.
+
+Recovery: ``.tdev-old`` without ``NAME`` means a kill between the two renames: the new tree was
+complete, so it is renamed into place; a leftover ``.tdev-old`` beside ``NAME`` is deleted; a
+leftover ``.tdev-new`` without ``.tdev-old`` is an unfinished build and is deleted. An existing
+``NAME`` that has no MANIFEST.json was not written by tdev and is never replaced.
+
+Fault injection for tests: ``TDEV_EXTRACT_FAULT=kill:N`` or ``kill:NAME`` sends SIGKILL to the
+process at the N-th checkpoint or the one named NAME (``files`` after every 64 files, then
+``built``, ``aside``, ``swapped``, ``cleaned``).
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tdev.fsutil import safe_join
+
+from . import manifest
+from .layout import MANIFEST_NAME, REPORT_NAME
+from .plan import ExtractionPlan
+
+FAULT_ENV = "TDEV_EXTRACT_FAULT"
+FILES_PER_CHECKPOINT = 64
+
+
+class OutputError(ValueError):
+    """The output directory cannot be written (not ours, busy, not a directory)."""
+
+
+@dataclass
+class WriteResult:
+    out: str
+    files: int
+    bytes: int
+    changed: bool
+    recovered: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"out": self.out, "files": self.files, "bytes": self.bytes, "changed": self.changed,
+                "recovered": self.recovered, "seconds": round(self.seconds, 3)}
+
+
+class _Faults:
+    def __init__(self) -> None:
+        spec = os.environ.get(FAULT_ENV, "")
+        self.target = spec[5:] if spec.startswith("kill:") else None
+        self.count = 0
+
+    def checkpoint(self, name: str) -> None:
+        self.count += 1
+        if self.target is not None and self.target in (str(self.count), name):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def siblings(out: Path) -> tuple[Path, Path]:
+    return out.parent / f".{out.name}.tdev-new", out.parent / f".{out.name}.tdev-old"
+
+
+def recover(out: Path) -> list[str]:
+    """Finish or undo an interrupted replacement of ``out`` (call under the lock)."""
+    new, old = siblings(out)
+    done = []
+    if old.exists():
+        if not out.exists() and new.is_dir():
+            os.rename(new, out)
+            done.append(f"finished an interrupted replacement of {out}")
+        elif not out.exists():
+            os.rename(old, out)
+            done.append(f"restored the previous {out}")
+        if old.exists():
+            shutil.rmtree(old)
+            done.append(f"removed the previous tree left in {old}")
+    if new.exists():
+        shutil.rmtree(new)
+        done.append(f"removed the unfinished build {new}")
+    return done
+
+
+class _Lock:
+    """flock on the output's parent directory: one extraction at a time, no lock file left."""
+
+    def __init__(self, parent: Path):
+        self.parent, self.fd = parent, -1
+
+    def __enter__(self) -> "_Lock":
+        self.fd = os.open(self.parent, os.O_RDONLY)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            raise OutputError(f"{self.parent}: another tdev extract is writing here") from None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
+def contents(plan: ExtractionPlan) -> tuple[dict[str, tuple[bytes, bool]], list[manifest.Entry]]:
+    """Every output file's bytes (and whether it is executable), and its manifest entry."""
+    root = Path(plan.root)
+    data: dict[str, tuple[bytes, bool]] = {}
+    entries: list[manifest.Entry] = []
+
+    def tree_file(src: str) -> tuple[bytes, bool]:
+        p = safe_join(root, src)
+        with open(p, "rb") as fh:
+            return fh.read(), bool(os.fstat(fh.fileno()).st_mode & 0o111)
+
+    for m in plan.moves:
+        data[m.dest] = tree_file(m.source)
+        entries.append(manifest.Entry(m.dest, manifest.sha256(data[m.dest][0]), len(data[m.dest][0]), "moved",
+                                      m.source, m.layout_rule, m.scan_rules))
+    for c in plan.copies:
+        data[c.dest] = tree_file(c.source)
+        entries.append(manifest.Entry(c.dest, manifest.sha256(data[c.dest][0]), len(data[c.dest][0]),
+                                      "supplement", c.source, c.layout_rule, reason=c.reason))
+    regions = {f.dest: f for s in plan.splits for f in s.fragments}
+    for dest, text in plan.generated_files().items():
+        b = text.encode("utf-8", "surrogateescape")
+        data[dest] = (b, False)
+        f = regions.get(dest)
+        if f is not None:
+            e = manifest.Entry(dest, manifest.sha256(b), len(b), "region", f.source, reason=f.condition,
+                               lines=(f.start, f.end))
+        else:
+            patch = next((p for p in plan.patches if dest.endswith("/" + p.name)), None)
+            e = manifest.Entry(dest, manifest.sha256(b), len(b), "patch" if patch else "series",
+                               patch.path if patch else None)
+        entries.append(e)
+    report = (json.dumps(plan.report(), indent=1, sort_keys=True) + "\n").encode()
+    data[REPORT_NAME] = (report, False)
+    entries.append(manifest.Entry(REPORT_NAME, manifest.sha256(report), len(report), "report"))
+    return data, entries
+
+
+def manifest_bytes(plan: ExtractionPlan, entries: list[manifest.Entry]) -> bytes:
+    counts = {k: v for k, v in plan.summary().items() if k not in ("timings", "torch_version", "torch_commit")}
+    return manifest.render(entries, {"version": plan.torch_version, "commit": plan.torch_commit},
+                           {"source": Path(plan.layout.source).name, "sha256": plan.layout.digest}, counts)
+
+
+def write_tree(plan: ExtractionPlan, out: str | Path) -> WriteResult:
+    """Write the plan's tree at ``out`` atomically (see the module doc)."""
+    t0 = time.perf_counter()
+    out = Path(os.path.abspath(out))
+    if out.parent == out:
+        raise OutputError(f"{out}: refusing to write the filesystem root")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    faults = _Faults()
+    with _Lock(out.parent):
+        recovered = recover(out)
+        if out.exists() and not out.is_dir():
+            raise OutputError(f"{out}: exists and is not a directory")
+        if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST_NAME).is_file():
+            raise OutputError(f"{out}: exists and was not written by tdev extract (no {MANIFEST_NAME}); "
+                              "refusing to replace it")
+        data, entries = contents(plan)
+        mbytes = manifest_bytes(plan, entries)
+        total = sum(len(b) for b, _ in data.values()) + len(mbytes)
+        if _unchanged(out, mbytes):
+            return WriteResult(str(out), len(data) + 1, total, False, recovered, time.perf_counter() - t0)
+        new, old = siblings(out)
+        _build(new, data, mbytes, faults)
+        faults.checkpoint("built")
+        if out.exists():
+            os.rename(out, old)
+            faults.checkpoint("aside")
+            os.rename(new, out)
+            faults.checkpoint("swapped")
+            shutil.rmtree(old)
+        else:
+            os.rename(new, out)
+            faults.checkpoint("swapped")
+        faults.checkpoint("cleaned")
+    return WriteResult(str(out), len(data) + 1, total, True, recovered, time.perf_counter() - t0)
+
+
+def _unchanged(out: Path, mbytes: bytes) -> bool:
+    try:
+        if (out / MANIFEST_NAME).read_bytes() != mbytes:
+            return False
+    except OSError:
+        return False
+    return manifest.verify(out).ok
+
+
+def _build(new: Path, data: dict[str, tuple[bytes, bool]], mbytes: bytes, faults: _Faults) -> None:
+    new.mkdir()
+    made: set[str] = set()
+    for k, (dest, (b, exe)) in enumerate(sorted(data.items()), 1):
+        path = safe_join(new, dest)
+        parent = os.path.dirname(path)
+        if parent not in made:
+            os.makedirs(parent, exist_ok=True)
+            made.add(parent)
+        with open(path, "wb") as fh:
+            fh.write(b)
+        if exe:
+            os.chmod(path, 0o755)
+        if k % FILES_PER_CHECKPOINT == 0:
+            faults.checkpoint("files")
+    with open(new / MANIFEST_NAME, "wb") as fh:  # last: a tree with a manifest is complete
+        fh.write(mbytes)
