@@ -111,6 +111,10 @@ def test_real_tree_summary_and_build_precedence(pytorch_tree, tmp_path):
     assert "build-cuda" in kinds["torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"].rules()
     miopen = [p for p in kinds if p.startswith("aten/src/ATen/native/miopen/") and p.endswith(".cpp")]
     assert miopen and all(kinds[p].kind == "cuda" for p in miopen)
+    # the THC name rule: THCAtomics.cuh / THCP.h yes, the CPU header THConcat.h no
+    assert kinds["torch/csrc/cuda/THCP.h"].kind == "cuda"
+    assert "file-name-thc" not in (kinds["torch/csrc/THConcat.h"].rules()
+                                   if "torch/csrc/THConcat.h" in kinds else [])
     assert res.files_scanned > 15000 and not [w for w in res.warnings if "cannot read" in w.message]
     out = tmp_path / "scan.json"
     r = tdev("scan", str(pytorch_tree), "--output", str(out), "--list", "--kind", "cuda",
