@@ -55,6 +55,14 @@ def build_parser() -> argparse.ArgumentParser:
                            "install-prefix for this run)")
         if name == "clean":
             p.add_argument("--all", action="store_true", help="remove the build directory")
+        if name == "build":
+            t = p.add_argument_group("standalone torch_cuda build (--source is a `tdev extract` "
+                                     "output; docs/standalone-build.md)")
+            t.add_argument("--targets", action="append", dest="target_sets", default=[],
+                           metavar="SET[,SET]", help="target sets of targets.yaml to build "
+                           "(default: c10_cuda,_CUDAC)")
+            t.add_argument("--plan", action="store_true", help="print the translation units of "
+                           "a full torch_cuda build and a time estimate, then stop")
         p.set_defaults(func=cmd_project)
     return parser
 
@@ -132,9 +140,16 @@ def cmd_project(args: argparse.Namespace) -> int:
                  "torch": args.torch, "verbose": args.verbose}
     if not args.source.is_dir():
         raise InputError("--source", f"not a directory: {args.source}")
+    target_sets = [t for x in getattr(args, "target_sets", []) for t in x.replace(";", ",")
+                   .split(",") if t.strip()]
+    if target_sets:
+        overrides["targets"] = (args.targets or []) + [t.strip() for t in target_sets]
     settings = load_settings(args.source, overrides=overrides, defines=args.defines,
                              config=args.config)
     echo = None if (args.json or args.quiet) else (lambda line: print(line, flush=True))
+    if _standalone(args, settings):
+        from .cli_standalone import cmd_standalone
+        return cmd_standalone(args, settings, echo)
     cmaker = CMaker(settings, echo=echo)
     if args.explain:
         return explain(cmaker, args.json)
@@ -159,6 +174,16 @@ def cmd_project(args: argparse.Namespace) -> int:
                 f"{s.name} {'%.2fs' % s.seconds if s.ran else 'skipped'} ({s.reason})"
                 for s in result.steps) + f" [{result.build_dir}]")
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _standalone(args: argparse.Namespace, settings) -> bool:
+    """An extraction (MANIFEST.json, no CMakeLists.txt) built with the cuda backend."""
+    if getattr(args, "plan", False):
+        return True
+    if settings.backend != "cuda" or (args.source / "CMakeLists.txt").is_file():
+        return False
+    from .torch_manifest import find_manifest
+    return find_manifest(args.source) is not None
 
 
 def explain(cmaker, as_json: bool) -> int:

@@ -1,0 +1,380 @@
+"""The standalone two-stage torch_cuda build: manifest, target sets, staging with patches, the
+--plan estimate, the CLI, and (realtree, slow) the real build of c10 + c10_cuda + _CUDAC from
+PyTorch 2.6.0 with ccache, imported in a clean process."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tdev.patch.diff import format_file_patch, make_file_patch
+from wrapped_cmake.errors import InputError
+from wrapped_cmake.plan import ccache_hits, make_plan, parse_ninja_log, record_unit_times
+from wrapped_cmake.settings import load_settings
+from wrapped_cmake.standalone import resolve_inputs, sources_cmake
+from wrapped_cmake.standalone_stage import stage_sources
+from wrapped_cmake.standalone_testing import extract_for_tests
+from wrapped_cmake.testing import clean_env
+from wrapped_cmake.torch_manifest import load_manifest
+from wrapped_cmake.torch_targets import glob_match, load_target_sets
+
+REPO = Path(__file__).resolve().parents[1]
+OVERLAY = REPO / "third_device" / "torch_cuda_overlay"
+SMOKE = OVERLAY / "smoke_test.py"
+CCACHE_DIR = Path.home() / ".cache" / "tdev" / "ccache-standalone"
+CUDA_FILE = "c10/cuda/CUDAMiscFunctions.cpp"
+
+
+def _tree(root: Path) -> Path:
+    """A tiny PyTorch-shaped tree: enough for staging, not for compiling."""
+    files = {"version.txt": "2.6.0a0\n", "cmake/public/utils.cmake": "# utils\n",
+             "c10/CMakeLists.txt": "# c10\n", "c10/core/Device.h": "#pragma once\n",
+             "c10/cuda/CUDAMiscFunctions.cpp": "int one() {\n  return 1;\n}\n",
+             "c10/cuda/impl/CUDATest.h": "#pragma once\n", "c10/hip/skip.h": "// ROCm\n",
+             "c10/cuda/test/impl/T.cu": "// a test\n"}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def _extract(tree: Path, out: Path, version: str | None = "2.6.0", **extra) -> Path:
+    entries = []
+    for src in sorted(p for p in (tree / "c10" / "cuda").rglob("*") if p.is_file()):
+        rel = src.relative_to(tree).as_posix()
+        dest = out / "torch_cuda" / "csrc" / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(src.read_bytes())
+        entries.append({"source": rel, "dest": f"torch_cuda/csrc/{rel}",
+                        "sha256": hashlib.sha256(src.read_bytes()).hexdigest()})
+    doc = {"torch_source": str(tree), "files": entries, **extra}
+    if version:
+        doc["torch_version"] = version
+    (out / "MANIFEST.json").write_text(json.dumps(doc))
+    return out
+
+
+def _series(root: Path, name: str, path: str, old: str, new: str, applies: str = ">=2.6,<2.7"):
+    root.mkdir(parents=True, exist_ok=True)
+    header = (f"Description: test patch {name}\nWhy: tests\nUpstream: not-needed\n"
+              f"Applies-To: {applies}\n\n")
+    (root / f"{name}.patch").write_text(header + format_file_patch(
+        make_file_patch(path, old, new)))
+    with open(root / "series", "a") as f:
+        f.write(f"{name}.patch\n")
+    return root
+
+
+@pytest.fixture
+def small(tmp_path):
+    tree = _tree(tmp_path / "pytorch")
+    return tree, _extract(tree, tmp_path / "x" / "third_device" / "torch_cuda")
+
+
+# --- manifest --------------------------------------------------------------------------------
+
+def test_manifest_maps_original_paths_to_destinations(small):
+    tree, ext = small
+    m = load_manifest(ext / "MANIFEST.json")
+    assert m.torch_source == tree and m.torch_version == "2.6.0"
+    assert m.file(CUDA_FILE) == ext / "torch_cuda/csrc" / CUDA_FILE
+    assert [e.source for e in m.under("c10/cuda")][0] == CUDA_FILE
+    assert not m.changed(m.entries[CUDA_FILE])
+    m.file(CUDA_FILE).write_text("edited\n")
+    assert m.changed(m.entries[CUDA_FILE])
+
+
+def test_manifest_schema_of_tdev_extract(tmp_path):
+    doc = {"schema": 1, "tool": "tdev extract", "torch": {"version": "2.6.0a0", "commit": None},
+           "files": [
+               {"role": "moved", "source": CUDA_FILE, "path": f"torch_cuda/csrc/{CUDA_FILE}",
+                "sha256": "0" * 64},
+               {"role": "region", "source": "c10/macros/Macros.h", "lines": [249, 301],
+                "path": "torch_cuda/csrc/regions/c10/macros/Macros.h/L249-301.inc"},
+               {"role": "region", "source": "c10/macros/Macros.h", "lines": [309, 309],
+                "path": "torch_cuda/csrc/regions/c10/macros/Macros.h/L309-309.inc"},
+               {"role": "patch", "source": "c10/macros/Macros.h",
+                "path": "torch_patches/0022-split-c10-macros-Macros-h.patch"},
+               {"role": "report", "path": "EXTRACT_REPORT.json"}]}
+    (tmp_path / "MANIFEST.json").write_text(json.dumps(doc))
+    m = load_manifest(tmp_path / "MANIFEST.json")
+    assert (m.torch_version, m.torch_source) == ("2.6.0a0", None)
+    assert list(m.entries) == [CUDA_FILE]  # the patch entry does not hide a file mapping
+    assert [r.destination.rsplit("/", 1)[1] for r in m.regions] == ["L249-301.inc",
+                                                                   "L309-309.inc"]
+
+
+@pytest.mark.parametrize("files, problem", [
+    ([{"source": "c10/cuda/a.cpp", "destination": "../../etc/passwd"}], "escapes"),
+    ([{"source": "/abs/a.cpp", "destination": "a.cpp"}], "not relative"),
+    ([{"source": "c10/cuda/a.cpp"}], "needs a source and a destination"),
+    ("nope", "must be a list"),
+])
+def test_manifest_refuses_bad_entries(tmp_path, files, problem):
+    (tmp_path / "MANIFEST.json").write_text(json.dumps({"files": files}))
+    with pytest.raises(InputError, match=problem):
+        load_manifest(tmp_path / "MANIFEST.json")
+
+
+# --- target sets -----------------------------------------------------------------------------
+
+def test_globs_and_target_set_selection():
+    assert glob_match("c10/cuda/**/*.cpp", "c10/cuda/A.cpp")
+    assert glob_match("c10/cuda/**/*.cpp", "c10/cuda/impl/B.cpp")
+    assert not glob_match("c10/cuda/*.cpp", "c10/cuda/impl/B.cpp")
+    sets = load_target_sets(OVERLAY / "targets.yaml")
+    assert sets.select([]) == ["c10_cuda", "_CUDAC"]
+    assert sets.select(["_CUDAC"]) == ["c10_cuda", "_CUDAC"]  # requirements first
+    with pytest.raises(InputError, match=r"unknown target set 'c10cuda' \(did you mean 'c10_cuda'"):
+        sets.select(["c10cuda"])
+    with pytest.raises(InputError, match="aten_native_cuda' cannot be built.*torchgen"):
+        sets.select(["aten_native_cuda"])
+
+
+def test_sources_come_from_the_manifest_and_skip_tests(small, tmp_path):
+    tree, ext = small
+    inputs = resolve_inputs(load_settings(ext, env=clean_env()), env=clean_env())
+    text = sources_cmake(inputs)
+    assert f"torch/{CUDA_FILE}" in text and "T.cu" not in text
+    assert 'set(TORCH_VERSION "2.6.0a0")' in text and "csrc/cudac_module.cpp" in text
+
+
+# --- resolving the inputs --------------------------------------------------------------------
+
+def test_torch_source_precedence_and_version_check(small, tmp_path):
+    tree, ext = small
+    env = clean_env()
+    assert resolve_inputs(load_settings(ext, env=env), env=env).torch_source_from == "MANIFEST.json"
+    other = _tree(tmp_path / "other")
+    env2 = clean_env(TDEV_TORCH_SOURCE_DIR=str(other))
+    got = resolve_inputs(load_settings(ext, env=env2), env=env2)
+    assert (got.torch_source, got.torch_source_from) == (other, "env TDEV_TORCH_SOURCE_DIR")
+    s = load_settings(ext, env=env2, defines=[f"TORCH_SOURCE_DIR={tree}"])
+    assert resolve_inputs(s, env=env2).torch_source == tree  # -D beats the environment
+    (other / "version.txt").write_text("2.7.0\n")
+    with pytest.raises(InputError, match="is PyTorch 2.7.0 but the extraction was made from 2.6.0"):
+        resolve_inputs(load_settings(ext, env=env2), env=env2)
+
+
+def test_manifest_without_tree_asks_for_one(tmp_path):
+    ext = _extract(_tree(tmp_path / "t"), tmp_path / "x")
+    doc = json.loads((ext / "MANIFEST.json").read_text())
+    del doc["torch_source"]
+    (ext / "MANIFEST.json").write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="pass -D TORCH_SOURCE_DIR"):
+        resolve_inputs(load_settings(ext, env=clean_env()), env=clean_env())
+
+
+# --- staging and patches ---------------------------------------------------------------------
+
+def test_staging_patches_copies_never_the_extraction(small, tmp_path):
+    tree, ext = small
+    old = (tree / CUDA_FILE).read_text()
+    new = old.replace("return 1;", "return 1;  // patched for the standalone build")
+    series = _series(tmp_path / "series", "0001-test", CUDA_FILE, old, new)
+    m = load_manifest(ext / "MANIFEST.json")
+    root = tmp_path / "build" / "src"
+    r = stage_sources(m, tree, OVERLAY, root, [series, REPO / "torch_patches"], "2.6.0a0")
+    assert [(p.name, p.state) for p in r.patches] == [("0001-test.patch", "applied-now")]
+    assert (root / "stage2/torch" / CUDA_FILE).read_text() == new
+    assert m.file(CUDA_FILE).read_text() == old  # the extracted file is untouched
+    assert (root / "stage1/torch/c10/core/Device.h").is_file()
+    assert not (root / "stage1/torch/c10/hip").exists()  # ROCm is not stage 1's
+    assert not (root / "stage1/torch/c10/cuda").exists()  # c10/cuda comes from the extraction
+    assert (root / "stage2/CMakeLists.txt").is_file()
+    # a re-stage writes nothing and keeps mtimes (Ninja and ccache see no change)
+    mtime = (root / "stage2/torch" / CUDA_FILE).stat().st_mtime_ns
+    time.sleep(0.01)
+    again = stage_sources(m, tree, OVERLAY, root, [series], "2.6.0a0")
+    assert again.written == 0 and (root / "stage2/torch" / CUDA_FILE).stat().st_mtime_ns == mtime
+
+
+def test_patch_already_in_the_extraction_and_conflicts(small, tmp_path):
+    tree, ext = small
+    old = (tree / CUDA_FILE).read_text()
+    new = old.replace("return 1;", "return 2;")
+    m = load_manifest(ext / "MANIFEST.json")
+    m.file(CUDA_FILE).write_text(new)  # extracted from an already patched tree
+    series = _series(tmp_path / "s1", "0001-two", CUDA_FILE, old, new)
+    r = stage_sources(m, tree, OVERLAY, tmp_path / "b1", [series], "2.6.0a0")
+    assert r.patches[0].state == "already-in" and r.changed_extracted == [CUDA_FILE]
+    clash = _series(tmp_path / "s2", "0001-clash", CUDA_FILE, old.replace("1", "7"), old)
+    r = stage_sources(m, tree, OVERLAY, tmp_path / "b2", [clash], "2.6.0a0")
+    assert r.conflict is not None and r.conflict.name == "0001-clash.patch"
+    assert not (tmp_path / "b2").exists()  # nothing staged when a patch conflicts
+    other = _series(tmp_path / "s3", "0001-later", CUDA_FILE, old, new, applies=">=2.7")
+    assert stage_sources(m, tree, OVERLAY, tmp_path / "b3", [other], "2.6.0a0").patches == []
+
+
+# --- the plan --------------------------------------------------------------------------------
+
+def test_ninja_log_and_ccache_hits(tmp_path):
+    log = tmp_path / ".ninja_log"
+    log.write_text("# ninja log v6\n0\t2500\t1\tCMakeFiles/c10_cuda.dir/torch/c10/cuda/A.cpp.o\t9\n"
+                   "2500\t2600\t1\tlib/libc10_cuda.so\t8\n")
+    assert parse_ninja_log(log) == ([("CMakeFiles/c10_cuda.dir/torch/c10/cuda/A.cpp.o", 2.5),
+                                     ("lib/libc10_cuda.so", 0.1)], 2)
+    assert parse_ninja_log(log, skip=2) == ([], 2)
+    stats = tmp_path / "stats.log"
+    stats.write_text("# /b/src/stage2/torch/c10/cuda/A.cpp\ncache_miss\n"
+                     "# /b/src/stage2/torch/c10/cuda/A.cpp\ndirect_cache_hit\n"
+                     "# /b/src/stage2/torch/c10/cuda/B.cpp\ncache_miss\n")
+    assert ccache_hits(stats) == {"/b/src/stage2/torch/c10/cuda/A.cpp"}
+
+
+def test_plan_counts_units_and_estimates_from_compiles_not_cache_hits(small, tmp_path):
+    tree, ext = small
+    env = clean_env()
+    inputs = resolve_inputs(load_settings(ext, env=env), env=env)
+    build = inputs.build_dir
+    (build / "stage2").mkdir(parents=True)
+    unit = "CMakeFiles/c10_cuda.dir/torch/c10/cuda/CUDAMiscFunctions.cpp.o"
+    (build / "stage2" / ".ninja_log").write_text(f"# ninja log v6\n0\t50\t1\t{unit}\t1\n")
+    stats = build / "stats.log"
+    stats.write_text(f"# {build}/src/stage2/torch/{CUDA_FILE}\ndirect_cache_hit\n")
+    assert record_unit_times(build, stats) == {}  # a cache hit is no compile time
+    assert stats.read_text() == ""
+    report = make_plan(inputs, jobs=2)
+    assert report.total_units == 1 and report.not_built == 1  # the test .cu is never built
+    assert report.serial_s is None and "build first" in report.notes[0]
+    with open(build / "stage2" / ".ninja_log", "a") as f:
+        f.write(f"100\t4100\t2\t{unit}\t1\n")
+    times = record_unit_times(build, stats)
+    assert times[CUDA_FILE]["slowest"] == 4.0
+    report = make_plan(inputs, jobs=2)
+    c10 = next(s for s in report.sets if s.name == "c10_cuda")
+    assert (c10.units, c10.measured, c10.estimate_s) == (1, 1, 4.0)
+    assert report.serial_s == 4.0 and report.wall_s == 2.0 and report.borrowed == ["cu"]
+
+
+# --- the command line ------------------------------------------------------------------------
+
+def _cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "wrapped_cmake", *args], capture_output=True,
+                          text=True, env=env or clean_env(), cwd=REPO)
+
+
+def test_cli_refuses_a_plan_only_target_set(small):
+    tree, ext = small
+    out = _cli("build", "--backend", "cuda", "--source", str(ext), "--targets", "c10_cuda,aten_cuda")
+    assert out.returncode == 2
+    assert "target set 'aten_cuda' cannot be built by the standalone build yet" in out.stderr
+    assert not (ext / "build").exists()
+
+
+def test_cli_clean_only_removes_a_standalone_build_directory(small, tmp_path):
+    tree, ext = small
+    build = ext / "build" / "cuda"
+    (build / "stage2").mkdir(parents=True)
+    out = _cli("clean", "--backend", "cuda", "--source", str(ext), "--all")
+    assert out.returncode == 2 and "refusing to clean it" in out.stderr and build.exists()
+    m = load_manifest(ext / "MANIFEST.json")
+    stage_sources(m, tree, OVERLAY, build / "src", [], "2.6.0a0")
+    out = _cli("clean", "--backend", "cuda", "--source", str(ext), "--all")
+    assert out.returncode == 0 and not build.exists(), out.stderr
+    out = _cli("configure", "--backend", "cuda", "--source", str(ext))
+    assert out.returncode == 2 and "supports `build`" in out.stderr
+
+
+@pytest.mark.realtree
+def test_plan_on_the_real_extraction(pytorch_tree, tmp_path):
+    ext = tmp_path / "third_device" / "torch_cuda"
+    extract_for_tests(pytorch_tree, ext)
+    out = _cli("build", "--backend", "cuda", "--source", str(ext), "--plan", "--json",
+               env=clean_env(TDEV_TORCH_SOURCE_DIR=str(pytorch_tree)))
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    sets = {s["name"]: s for s in report["sets"]}
+    assert sets["c10_cuda"]["units"] == 11 and sets["c10_cuda"]["cu"] == 0
+    assert sets["aten_native_cuda"]["cu"] > 200 and not sets["aten_native_cuda"]["buildable"]
+    assert report["total_units"] == sum(s["units"] for s in report["sets"]) + len(
+        report["unassigned"])
+    assert report["total_units"] > 400 and report["not_built"] > 0
+
+
+# --- the real build (Must-show 1) ------------------------------------------------------------
+
+def _smoke(build: Path, cwd: Path) -> dict[str, str]:
+    """smoke_test.py on a build, in a clean process (it imports nothing but _CUDAC)."""
+    smoke = subprocess.run([sys.executable, str(SMOKE), str(build)], capture_output=True,
+                           text=True, env=clean_env(), cwd=cwd)
+    print(smoke.stdout)
+    assert smoke.returncode == 0, smoke.stdout + smoke.stderr
+    assert "smoke test passed" in smoke.stdout
+    return dict(ln.split(": ", 1) for ln in smoke.stdout.splitlines() if ": " in ln)
+
+
+@pytest.mark.realtree
+@pytest.mark.slow
+def test_two_stage_build_of_the_real_extraction(pytorch_tree, tmp_path):
+    ext = tmp_path / "third_device" / "torch_cuda"
+    print(f"extraction: {extract_for_tests(pytorch_tree, ext)}")
+    m = load_manifest(ext / "MANIFEST.json")
+    old = (pytorch_tree / CUDA_FILE).read_text()
+    marker = old + "// tdev test: patched in the build directory only\n"
+    series = _series(tmp_path / "series", "9999-marker", CUDA_FILE, old, marker)
+    env = clean_env(CCACHE_DIR=str(CCACHE_DIR), TDEV_TORCH_SOURCE_DIR=str(pytorch_tree))
+    args = ["build", "--backend", "cuda", "--source", str(ext), "--launcher", "ccache", "-j2",
+            "-D", f"TORCH_PATCH_SERIES={REPO / 'torch_patches'};{series}"]
+    t0 = time.perf_counter()
+    out = _cli(*args, env=env)
+    print(f"build: {time.perf_counter() - t0:.1f} s\n{out.stdout[-3000:]}")
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
+    assert "9999-marker.patch (applied-now)" in out.stdout
+    build = ext / "build" / "cuda"
+    assert (build / "src/stage2/torch" / CUDA_FILE).read_text() == marker
+    assert m.file(CUDA_FILE).read_text() == old  # never an edit to the extraction
+    assert (build / "stage1/install/lib/libc10.so").is_file()
+    assert (build / "stage2/lib/libc10_cuda.so").is_file()
+    # the wheel's torch is never involved: not on the include path, not linked
+    cmds = json.loads((build / "stage2" / "compile_commands.json").read_text())
+    assert not [c for c in cmds if "site-packages/torch" in c["command"]]
+    # _CUDAC alone, in a clean process: 0 devices, stats dict, no torch wheel library loaded
+    lines = _smoke(build, tmp_path)
+    assert lines["device_count"] == "0" and lines["torch_version"].startswith("2.6.0")
+    assert lines["allocator"] == "native"
+    maps = json.loads(lines["c10_libraries"])
+    assert [Path(p).name for p in maps] == ["libc10.so", "libc10_cuda.so", Path(maps[2]).name]
+    probe = ("import sys, json; sys.path.insert(0, sys.argv[1]); import _CUDAC; "
+             "s = _CUDAC._cuda_memoryStatsTemplate(); "
+             "print(json.dumps([_CUDAC._cuda_getDeviceCount(), s['allocated_bytes']['all'], "
+             "[l for l in open('/proc/self/maps') if 'site-packages/torch' in l]]))")
+    got = subprocess.run([sys.executable, "-c", probe, str(build / "stage2" / "python")],
+                         capture_output=True, text=True, env=clean_env(), cwd=tmp_path)
+    assert json.loads(got.stdout) == [0, {"current": 0, "peak": 0, "allocated": 0, "freed": 0},
+                                      []], got.stderr
+    # a second build is a no-op for both stages
+    again = _cli(*args, env=env)
+    assert again.returncode == 0 and again.stdout.count("(up to date)") >= 3, again.stdout
+    plan = _cli("build", "--backend", "cuda", "--source", str(ext), "--plan", env=env)
+    assert plan.returncode == 0 and "translation units in a full torch_cuda build" in plan.stdout
+    print(plan.stdout)
+
+
+@pytest.mark.realtree
+@pytest.mark.slow
+def test_decoupled_build_with_the_extractions_own_patches(pytorch_tree, tmp_path):
+    """Stage 1 from the tree as the extraction leaves it: its split patches applied to c10 in
+    the build directory, the CUDA regions coming back from the extraction in stage 2."""
+    ext = tmp_path / "third_device" / "torch_cuda"
+    if extract_for_tests(pytorch_tree, ext) != "tdev extract":
+        pytest.skip("needs `tdev extract` (its own torch_patches and region files)")
+    env = clean_env(CCACHE_DIR=str(CCACHE_DIR), TDEV_TORCH_SOURCE_DIR=str(pytorch_tree))
+    out = _cli("build", "--backend", "cuda", "--source", str(ext), "--launcher", "ccache", "-j2",
+               "-D", f"TORCH_PATCH_SERIES={REPO / 'torch_patches'};{ext / 'torch_patches'}",
+               env=env)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
+    assert "split-c10-macros-Macros-h.patch (applied-now)" in out.stdout
+    build = ext / "build" / "cuda"
+    installed = (build / "stage1/install/include/c10/macros/Macros.h").read_text()
+    assert "C10_LAUNCH_BOUNDS_1" not in installed  # split out of stage 1's c10 ...
+    assert "#include <torch_cuda/csrc/regions/c10/macros/Macros.h/" in installed
+    regions = list((build / "src/stage2/extracted/torch_cuda/csrc/regions/c10").rglob("*.inc"))
+    assert any("C10_LAUNCH_BOUNDS_1" in r.read_text() for r in regions)  # ... and back here
+    assert _smoke(build, tmp_path)["device_count"] == "0"  # the kernel used the macro via nvcc

@@ -1,0 +1,78 @@
+"""``wrapped-cmake build|clean --source <extraction>``: render the standalone torch_cuda build.
+
+Parsing stays in :mod:`.cli`; this module calls :mod:`.standalone` / :mod:`.plan` and prints.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from typing import Callable
+
+from .errors import EXIT_FAILED, EXIT_OK, InputError
+from .settings import Settings
+
+
+def cmd_standalone(args: argparse.Namespace, settings: Settings,
+                   echo: Callable[[str], None] | None) -> int:
+    from . import standalone
+
+    if args.command == "clean":
+        return _clean(args, settings)
+    if args.command != "build":
+        raise InputError(f"wrapped-cmake {args.command}", "the standalone torch_cuda build of "
+                         f"{settings.source_dir} supports `build` (with --plan, --targets) and "
+                         "`clean`")
+    if args.explain:
+        inputs = standalone.resolve_inputs(settings)
+        print(json.dumps(inputs.to_dict(), indent=2) if args.json else "\n".join(
+            f"{k}: {v}" for k, v in inputs.to_dict().items()))
+        return EXIT_OK
+    if args.plan:
+        from .plan import make_plan, render
+        report = make_plan(standalone.resolve_inputs(settings), settings.jobs)
+        print(json.dumps(report.to_dict(), indent=2) if args.json else render(report))
+        return EXIT_OK
+    result = standalone.build(settings, echo=echo)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+        return EXIT_OK if result.ok else EXIT_FAILED
+    for w in result.warnings:
+        print(f"wrapped-cmake: warning: {w}", file=sys.stderr)
+    if result.failure:
+        print(result.failure.render(), file=sys.stderr)
+        return EXIT_FAILED
+    if not args.quiet:
+        for name, run in result.runs.items():
+            print(f"wrapped-cmake: {name}: " + ", ".join(
+                f"{s.name} {'%.2fs' % s.seconds if s.ran else 'skipped'} ({s.reason})"
+                for s in run.steps) + f" [{run.build_dir}]")
+        print(f"wrapped-cmake: _CUDAC: {result.module or 'not built'}")
+    return EXIT_OK
+
+
+def _clean(args: argparse.Namespace, settings: Settings) -> int:
+    from .cmaker import META_DIR
+    from .standalone_stage import STATE_FILE
+
+    build_dir = settings.build_dir
+    if not build_dir.exists():
+        print(f"wrapped-cmake: nothing to clean [{build_dir}]")
+        return EXIT_OK
+    if not (build_dir / "src" / STATE_FILE).is_file():
+        raise InputError(str(build_dir), "not a standalone torch_cuda build directory; refusing "
+                         "to clean it")
+    if args.all:
+        shutil.rmtree(build_dir)
+        print(f"wrapped-cmake: removed {build_dir}")
+        return EXIT_OK
+    for stage in (build_dir / "stage1" / "build", build_dir / "stage2"):
+        if (stage / "build.ninja").is_file() and (stage / META_DIR).is_dir():
+            import subprocess
+            rc = subprocess.run(["ninja", "-C", str(stage), "clean"], capture_output=True).returncode
+            if rc != 0:
+                print(f"wrapped-cmake: clean failed in {stage}", file=sys.stderr)
+                return EXIT_FAILED
+    print(f"wrapped-cmake: removed build outputs [{build_dir}]")
+    return EXIT_OK
