@@ -1,0 +1,99 @@
+"""Generated packages, built for real: sim from scratch with its generated tests passing; cuda
+compiled and linked against the CUDA runtime here (this machine's torch is a CPU build and
+there is no GPU, so the cuda package is imported but its device tests run on a GPU machine)."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tdev.cli.main import main
+from tdev.scaffold.build import build_env, make_venv, pip_install, pip_wheel, run_tests
+
+pytestmark = pytest.mark.slow
+NVCC = shutil.which("nvcc")
+
+
+def summary(output: str) -> dict[str, int]:
+    last = output.strip().splitlines()[-1]
+    return {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|skipped|errors?)", last)}
+
+
+def test_sim_scaffolded_into_an_empty_directory_builds_and_its_tests_pass(tmp_path):
+    out = tmp_path / "empty"
+    out.mkdir()
+    assert main(["scaffold", "--vendor", "sim", "--out", str(out)]) == 0
+    python = make_venv(tmp_path / "venv")
+    env = build_env(jobs=2)
+    built = pip_install(out, python, env)
+    assert built.ok, built.output[-4000:]
+    assert list((tmp_path / "venv").glob("lib/python*/site-packages/torch_sim/_C*.so"))
+    tests = run_tests(out, python, env)
+    counts = summary(tests.output)
+    assert tests.ok, tests.output[-6000:]
+    assert counts.get("passed", 0) >= 70 and "failed" not in counts, counts
+    assert "skipped" not in counts, tests.output[-3000:]  # sim has two devices, no FlagGems
+
+
+@pytest.mark.skipif(NVCC is None, reason="no CUDA toolkit (nvcc) here")
+def test_cuda_package_compiles_and_links_against_cudart(tmp_path):
+    out = tmp_path / "torch_nvgpu"
+    assert main(["scaffold", "--vendor", "cuda", "--out", str(out)]) == 0
+    wheels = tmp_path / "wheels"
+    built = pip_wheel(out, wheels, build_env(jobs=2))
+    assert built.ok, built.output[-4000:]
+    wheel = next(wheels.glob("torch_nvgpu-*.whl"))
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        so = next(n for n in names if re.match(r"torch_nvgpu/_C.*\.so$", n))
+        assert "torch_nvgpu/backends.conf" in names
+        z.extract(so, tmp_path / "x")
+    module = tmp_path / "x" / so
+    ldd = subprocess.run(["ldd", str(module)], capture_output=True, text=True).stdout
+    assert re.search(r"libcudart\.so\.\d+ => /", ldd), ldd
+    assert "not found" not in ldd
+    undefined = subprocess.run(["nm", "-D", "--undefined-only", str(module)],
+                               capture_output=True, text=True).stdout
+    for fn in ("cudaMalloc", "cudaMemcpyAsync", "cudaStreamCreate", "cudaEventElapsedTime"):
+        assert re.search(rf"\b{fn}\b", undefined), fn
+    # what this CPU-only machine can check beyond linking: the package loads, registers the
+    # device and reports no GPU instead of failing
+    python = make_venv(tmp_path / "venv")
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
+                   check=True, capture_output=True)
+    probe = subprocess.run([str(python), "-W", "ignore", "-c",
+                            "import torch\n"
+                            "print(torch._C._get_privateuse1_backend_name(), "
+                            "torch.nvgpu.device_count(), torch.nvgpu.is_available())\n"
+                            "try:\n    torch.ones(1, device='nvgpu')\n"
+                            "except RuntimeError as e:\n    print('error:', e)\n"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert probe.returncode == 0, probe.stderr
+    assert "nvgpu 0 False" in probe.stdout
+    assert "error: nvgpu: invalid device index 0 (0 device(s) available)" in probe.stdout
+
+
+def test_the_tdev_wheel_ships_every_template_and_scaffolds_from_it(tmp_path):
+    repo = Path(__file__).resolve().parent.parent
+    built = pip_wheel(repo, tmp_path / "wheels", build_env())
+    assert built.ok, built.output[-3000:]
+    wheel = next((tmp_path / "wheels").glob("tdev-*.whl"))
+    shipped = {n[len("tdev/templates/"):] for n in zipfile.ZipFile(wheel).namelist()
+               if n.startswith("tdev/templates/")}
+    on_disk = {p.relative_to(repo / "templates").as_posix()
+               for p in (repo / "templates").rglob("*")
+               if p.is_file() and "__pycache__" not in p.parts}
+    assert on_disk <= shipped, sorted(on_disk - shipped)
+    python = make_venv(tmp_path / "venv")
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
+                   check=True, capture_output=True)
+    out = tmp_path / "from_wheel"
+    run = subprocess.run([str(python), "-m", "tdev", "scaffold", "--vendor", "ascend", "--out",
+                          str(out)], capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "site-packages/tdev/templates/vendors/ascend.yaml" in (out / ".tdev-scaffold.json").read_text()
+    assert (out / ".gitignore").is_file() and (out / "csrc/runtime/declared_api/acl/acl.h").is_file()

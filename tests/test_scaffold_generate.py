@@ -1,0 +1,128 @@
+"""What scaffold generates, for every shipped vendor, from the one template tree."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from tdev.scaffold.profiles import available_vendors, load_profile
+from tdev.scaffold.scaffold import scaffold, template_root
+
+VENDORS = sorted(available_vendors())
+LAYOUT = ["setup.py", "pyproject.toml", "README.md",
+          "csrc/runtime/HAL.h", "csrc/runtime/HAL.cpp", "csrc/runtime/Runtime.h",
+          "csrc/runtime/Api.h", "csrc/runtime/Device.cpp", "csrc/runtime/DeviceAllocator.cpp",
+          "csrc/runtime/HostAllocator.cpp",
+          "csrc/runtime/Hooks.cpp", "csrc/runtime/Random.h", "csrc/aten/Aten.h",
+          "csrc/aten/Ops.cpp", "csrc/aten/Copy.cpp", "csrc/aten/Fallback.cpp",
+          "csrc/aten/Autocast.cpp", "csrc/pybinding/Module.cpp",
+          "{pkg}/__init__.py", "{pkg}/routing.py", "{pkg}/backends.conf",
+          "{pkg}/device/__init__.py", "{pkg}/device/streams.py", "{pkg}/device/memory.py",
+          "{pkg}/device/random.py", "{pkg}/device/amp.py",
+          "tests/conftest.py", "tests/test_device.py", "tests/test_copy.py",
+          "tests/test_fallback.py", "tests/test_routing.py", "tests/test_streams.py",
+          "tests/test_memory.py", "tests/test_random.py", "tests/test_amp.py"]
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    root = tmp_path_factory.mktemp("gen")
+    return {v: scaffold(v, out=root / v) for v in VENDORS}
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_layout_like_torch_cuda(generated, vendor):
+    r = generated[vendor]
+    profile = load_profile(vendor)
+    for rel in LAYOUT:
+        assert (r.out / rel.format(pkg=r.package)).is_file(), rel
+    assert (r.out / "csrc/runtime/declared_api" / profile.runtime.header).is_file()
+    assert (r.out / "csrc/simulator/sim_memory.cpp").exists() == profile.sdk.simulator
+    assert (r.out / "csrc/aten/Boxing.cpp").exists() == (profile.vendor_kernels is not None)
+    for py in r.out.rglob("*.py"):
+        ast.parse(py.read_text(), filename=str(py))
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_the_hal_calls_this_vendors_runtime_only(generated, vendor):
+    profile = load_profile(vendor)
+    hal = (generated[vendor].out / "csrc/runtime/HAL.cpp").read_text()
+    assert f"#include <{profile.runtime.header}>" in hal
+    for call in [*profile.runtime.calls.values(), *profile.runtime.init]:
+        assert f"{call.expr};" in hal, call.fn
+    for other in VENDORS:
+        if other == vendor:
+            continue
+        for fn in load_profile(other).runtime.declarations.functions:
+            if fn not in profile.runtime.declarations.functions:
+                assert not re.search(rf"\b{fn}\b", hal), (other, fn)
+    # the runtime appears nowhere but in the HAL (and the simulator that implements it)
+    for path in (generated[vendor].out / "csrc").rglob("*"):
+        rel = path.relative_to(generated[vendor].out).as_posix()
+        if path.is_file() and "HAL.cpp" not in rel and "declared_api" not in rel \
+                and "simulator" not in rel:
+            text = path.read_text()
+            for fn in profile.runtime.declarations.functions:
+                assert not re.search(rf"\b{fn}\b", text), (rel, fn)
+
+
+def test_vendor_quirks_reach_the_generated_code(generated):
+    ascend = (generated["ascend"].out / "csrc/runtime/HAL.cpp").read_text()
+    assert ("aclrtMemcpy(hal_arg<void*>(dst), hal_arg<size_t>(dst_size), "
+            "hal_arg<const void*>(src), hal_arg<size_t>(count)") in ascend
+    assert "aclrtStreamStatus out_status{};" in ascend
+    assert "return out_status == ACL_STREAM_STATUS_COMPLETE;" in ascend
+    assert "st == ACL_SUCCESS || st == ACL_ERROR_REPEAT_INITIALIZE" in ascend
+    assert "aclrtGetMemInfo(hal_arg<aclrtMemAttr>(ACL_HBM_MEM), &out_free, &out_total)" in ascend
+    metax = (generated["metax"].out / "csrc/runtime/HAL.cpp").read_text()
+    assert "#include <mcr/mc_runtime.h>" in metax
+    assert "if (st == mcErrorNotReady) {" in metax
+    assert "mcEventElapsedTime(&out_ms, hal_arg<mcEvent_t>(start), hal_arg<mcEvent_t>(end))" in metax
+    cuda_box = (generated["cuda"].out / "csrc/aten/Boxing.cpp").read_text()
+    assert "c10::DispatchKey::CUDA" in cuda_box and "adopted without a copy" in cuda_box
+    setup = (generated["metax"].out / "setup.py").read_text()
+    assert 'SDK_ENV = ["MACA_PATH", ]' in setup and 'LIBRARIES.append("mcruntime")' in setup
+
+
+def test_templates_hold_no_vendor_specific_code():
+    """One set of templates: no runtime name of any shipped profile is written in them (the
+    bundled simulator, which implements the sim API, is the device itself)."""
+    names = set()
+    for v in VENDORS:
+        d = load_profile(v).runtime.declarations
+        names |= set(d.functions) | d.constant_names() | {n for n, _ in d.typedefs}
+    names.discard("simStream_t")  # the simulator's own handle types, in csrc/simulator only
+    offending = []
+    for path in template_root().rglob("*.j2"):
+        if "simulator" in path.relative_to(template_root()).parts:
+            continue
+        text = path.read_text()
+        offending += [f"{path.name}: {n}" for n in sorted(names) if re.search(rf"\b{n}\b", text)]
+    assert offending == []
+    assert sorted(p.name for p in (template_root().parent / "vendors").glob("*.yaml")) == [
+        "_defaults.yaml", "ascend.yaml", "cuda.yaml", "metax.yaml", "sim.yaml"]
+
+
+def test_two_vendors_differ_only_where_their_profiles_do(tmp_path):
+    """metax and cuda (both box vendor kernels as CUDA): with the same package and device name,
+    only the HAL (and its header's comment), the SDK lookup, the declared API header, the
+    vendor name and description and the default routes differ; every other file is byte for
+    byte the same."""
+    a = scaffold("metax", out=tmp_path / "a", name="torch_x", device="xdev")
+    b = scaffold("cuda", out=tmp_path / "b", name="torch_x", device="xdev")
+    api = "csrc/runtime/declared_api/"
+    files_a = [f for f in a.files if not f.startswith(api)]
+    assert files_a == [f for f in b.files if not f.startswith(api)]
+    differ = [f for f in files_a if (a.out / f).read_bytes() != (b.out / f).read_bytes()]
+    assert differ == ["README.md", "csrc/runtime/HAL.cpp", "csrc/runtime/HAL.h", "pyproject.toml",
+                      "setup.py", "torch_x/__init__.py", "torch_x/backends.conf",
+                      "torch_x/device/amp.py"]
+
+
+def test_backends_conf_comes_from_the_profile(generated):
+    conf = (generated["cuda"].out / "torch_nvgpu/backends.conf").read_text()
+    lines = [line for line in conf.splitlines() if line and not line.startswith("#")]
+    assert lines == [f"{op} = {b}" for op, b in load_profile("cuda").routing]
+    assert "TORCH_NVGPU_OP_add__Tensor=cpu" in conf

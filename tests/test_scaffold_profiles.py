@@ -1,0 +1,164 @@
+"""Vendor profiles: the shipped ones load; every value that reaches generated code is validated,
+and a bad one is one line naming the file and the key."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from tdev.scaffold import validate
+from tdev.scaffold.profiles import ProfileError, available_vendors, load_profile, vendors_dir
+
+
+def test_shipped_vendors_load_with_their_real_runtime_names():
+    assert set(available_vendors()) >= {"sim", "cuda", "metax", "ascend"}
+    metax = load_profile("metax")
+    assert metax.runtime.header == "mcr/mc_runtime.h" and metax.runtime.library == "mcruntime"
+    assert metax.sdk.env == ("MACA_PATH",)
+    assert {metax.runtime.calls[op].fn for op in ("malloc", "memcpy", "stream_create",
+                                                  "event_elapsed")} == {
+        "mcMalloc", "mcMemcpy", "mcStreamCreate", "mcEventElapsedTime"}
+    ascend = load_profile("ascend")
+    assert "ASCEND_HOME" in ascend.sdk.env and ascend.runtime.header == "acl/acl.h"
+    memcpy = ascend.runtime.calls["memcpy"]
+    assert memcpy.fn == "aclrtMemcpy"  # destination size right after the destination
+    assert memcpy.args[:2] == ("hal_arg<void*>(dst)", "hal_arg<size_t>(dst_size)")
+    query = ascend.runtime.calls["stream_query"]
+    assert query.fn == "aclrtStreamQuery" and "&out_status" in query.args
+    assert query.complete == "ACL_STREAM_STATUS_COMPLETE"
+    assert ascend.runtime.init[0].fn == "aclInit"
+    cuda = load_profile("cuda")
+    assert cuda.sdk.env[0] == "CUDA_HOME" and cuda.runtime.not_ready == "cudaErrorNotReady"
+    assert cuda.vendor_kernels.dispatch_key == "CUDA" and cuda.vendor_kernels.outputs == "adopt"
+    assert load_profile("sim").sdk.simulator
+
+
+def test_defaults_are_merged_under_each_profile():
+    sim, cuda = load_profile("sim"), load_profile("cuda")
+    assert sim.amp.dtype == "bfloat16" and cuda.amp.dtype == "float16"  # sim overrides
+    assert "mm" in sim.amp.lower_precision_fp and sim.amp.fp32 == cuda.amp.fp32
+    assert ("mm", "flaggems") in sim.routing
+
+
+@pytest.fixture
+def base():
+    return yaml.safe_load((vendors_dir() / "sim.yaml").read_text())
+
+
+def write(tmp_path, data) -> str:
+    path = tmp_path / "chip.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def mutate(data, key: str, value):
+    d = copy.deepcopy(data)
+    parts = key.split(".")
+    node = d
+    for p in parts[:-1]:
+        node = node[p]
+    if value is KeyError:
+        del node[parts[-1]]
+    else:
+        node[parts[-1]] = value
+    return d
+
+
+BAD = [
+    ("package", "torch_x; import os", "package", "not a Python package name"),
+    ("package", "os", "package", "shadow"),
+    ("device", "cuda", "device", "torch's own device types"),
+    ("device", "dev2", "device", "not a device name"),
+    ("description", "fine */ int evil();", "description", "'*/' is not allowed"),
+    ("description", 'a "quoted" word', "description", "is not allowed"),
+    ("runtime.header", "../../etc/passwd.h", "runtime.header", "not a relative header path"),
+    ("runtime.header", 'x.h>\n#include "y.h', "runtime.header", "not a relative header path"),
+    ("runtime.library", "simrt -lbad", "runtime.library", "not a library name"),
+    ("runtime.stream_type", "undeclared_t", "runtime.stream_type", "not declared"),
+    ("runtime.status.success", "simSucess", "runtime.status.success", "not a constant declared"),
+    ("runtime.calls.malloc.fn", "simMalloc(0);system", "runtime.calls.malloc.fn",
+     "not a C identifier"),
+    ("runtime.calls.malloc.fn", "simMallocc", "runtime.calls.malloc.fn", "not declared"),
+    ("runtime.calls.malloc.args", ["out_ptr", "size"], "runtime.calls.malloc.args",
+     "takes 3 arguments, the call passes 2"),
+    ("runtime.calls.malloc.args", ["out_ptr", "size", "exit(1)"], "runtime.calls.malloc.args[2]",
+     "neither a placeholder of malloc"),
+    ("runtime.calls.free.args", ["dst"], "runtime.calls.free.args[0]", "neither a placeholder"),
+    ("runtime.calls.memcpy.args", ["dst", "dst_size", "dst", "count", "kind"],
+     "runtime.calls.memcpy.args[2]", "placeholder dst used twice"),
+    ("runtime.calls.malloc.args", ["nullptr", "size", "SIM_MALLOC_DEFAULT"],
+     "runtime.calls.malloc.args", "malloc must pass out_ptr"),
+    ("runtime.calls.device_count.args", ["size"], "runtime.calls.device_count.args[0]",
+     "neither a placeholder"),
+    ("runtime.calls.stream_query.complete", KeyError, "runtime.calls.stream_query",
+     "needs 'complete'"),
+    ("runtime.calls.event_elapsed", KeyError, "runtime.calls", "missing operation 'event_elapsed'"),
+    ("runtime.calls.launch_kernel", {"fn": "simInit", "args": ["nullptr"]},
+     "runtime.calls.launch_kernel", "unknown operation"),
+    ("runtime.declarations.functions.simFree", "simError_t (void* ptr); int evil(",
+     "runtime.declarations.functions.simFree", "expected 'RETURN (TYPE name, ...)'"),
+    ("runtime.declarations.functions.simMalloc", "simError_t (int ptr, size_t size, int policy)",
+     "runtime.calls.malloc.args[0]", "expected a pointer"),
+    ("runtime.declarations.functions.simMalloc", "simError_t (void* p, size_t size, int policy)",
+     "runtime.calls.malloc.args[0]", "a pointer to void cannot receive a value"),
+    ("runtime.declarations.functions.simGetErrorString", "simError_t (simError_t error)",
+     "runtime.calls.error_string.fn", "needs 'const char*'"),
+    ("runtime.declarations.typedefs.simStream_t", "void*; int x", "typedefs.simStream_t",
+     "not a C type"),
+    ("runtime.declarations.constants.simSuccess", {"type": "simError_t", "value": "0; x"},
+     "constants.simSuccess.value", "expected an integer"),
+    ("vendor_kernels.dispatch_key", "XLA", "vendor_kernels.dispatch_key", "expected one of"),
+    ("vendor_kernels.outputs", "adopt", "vendor_kernels.outputs", "needs pointer: device"),
+    ("amp.lower_precision_fp", ["mm", "mm\"); system(\""], "amp.lower_precision_fp[1]",
+     "not an operator name"),
+    ("routing", {"mm": "gpu"}, "routing.mm", "expected one of flaggems, vendor, cpu"),
+    ("sdk.env", ["MACA_PATH; rm"], "sdk.env[0]", "not an environment variable name"),
+    ("sdk.default", "/opt/x y", "sdk.default", "not an absolute path"),
+    ("compilr", "x", "compilr", "unknown key"),
+]
+
+
+@pytest.mark.parametrize("key, value, where, problem", BAD,
+                         ids=[f"{b[0]}-{i}" for i, b in enumerate(BAD)])
+def test_bad_values_are_refused_naming_file_and_key(tmp_path, base, key, value, where, problem):
+    data = dict(base, compilr=value) if key == "compilr" else mutate(base, key, value)
+    path = write(tmp_path, data)
+    with pytest.raises(ProfileError) as e:
+        load_profile(path)
+    message = str(e.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}: ")
+    assert where in message and problem in message
+
+
+def test_yaml_syntax_errors_name_the_line(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("vendor: x\ndevice: [unclosed\n")
+    with pytest.raises(ProfileError, match=rf"{path}:\d+: YAML syntax error"):
+        load_profile(str(path))
+
+
+def test_unknown_vendor_lists_the_shipped_ones():
+    with pytest.raises(ProfileError, match="unknown vendor 'nvidia'.*sim"):
+        load_profile("nvidia")
+
+
+@pytest.mark.parametrize("value", ["const void*", "void**", "struct CUstream_st*", "unsigned int",
+                                   "enum cudaMemcpyKind", "uint32_t"])
+def test_c_types_accepted(value):
+    assert validate.c_type(value) == value
+
+
+@pytest.mark.parametrize("value", ["int (*)(void)", "char[4]", "int; int", "struct", "const",
+                                   "void* name", "int*x*y", "T<int>"])
+def test_c_types_refused(value):
+    with pytest.raises(ValueError):
+        validate.c_type(value)
+
+
+def test_parameters_may_carry_names():
+    assert validate.c_param("size_t destMax") == ("size_t", "destMax")
+    assert validate.c_param("enum cudaMemcpyKind kind") == ("enum cudaMemcpyKind", "kind")
+    assert validate.c_param("unsigned int") == ("unsigned int", None)
+    assert validate.c_param("simStatus* status") == ("simStatus*", "status")

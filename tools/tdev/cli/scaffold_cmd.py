@@ -1,0 +1,99 @@
+"""`tdev scaffold`: a PrivateUse1 backend package for one accelerator, from one template tree."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+HELP = """Generate a PyTorch device package (PrivateUse1) for one vendor profile.
+
+The package is laid out like third_device/torch_cuda: csrc/runtime (a hardware abstraction
+rendered from the profile, caching allocators, guard, streams, events, hooks, generator),
+csrc/aten (minimal operators, boxed CPU fallback, vendor kernels by device boxing, autocast),
+csrc/pybinding and the Python package (device module, backends.conf operator routing to
+FlagGems / vendor / CPU), plus pytest tests. Vendor profiles are YAML files in
+templates/vendors (sim, cuda, metax, ascend); a new chip is a new file."""
+
+EPILOG = """exit codes:
+  0  generated (and --check passed)
+  1  --check found errors
+  2  bad input: unknown vendor, malformed profile, invalid --name/--device, target not empty
+
+examples:
+  tdev scaffold --vendor sim --out /tmp/torch_sim
+  pip install --no-build-isolation /tmp/torch_sim && pytest /tmp/torch_sim/tests
+  tdev scaffold --vendor metax --out build/torch_metax --check
+  tdev scaffold --vendor ./acme.yaml --name torch_acme"""
+
+
+def register(sub) -> None:
+    p = sub.add_parser("scaffold", help="generate a PrivateUse1 device package for a vendor",
+                       description=HELP, epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--vendor", metavar="V", help="shipped profile name (sim, cuda, metax, "
+                   "ascend) or path to a profile .yaml")
+    p.add_argument("--name", metavar="PKG", help="Python package name (default: the profile's)")
+    p.add_argument("--device", metavar="NAME", help="device name (default: the profile's)")
+    p.add_argument("--out", metavar="DIR", type=Path, help="output directory (default: ./PKG)")
+    p.add_argument("--force", action="store_true",
+                   help="replace DIR when it holds an earlier scaffold output")
+    p.add_argument("--check", action="store_true", help="then compile every unit with "
+                   "-fsyntax-only (against the profile's declared API when the SDK is absent)")
+    p.add_argument("--jobs", "-j", type=int, default=2, help="parallel compiles for --check")
+    p.add_argument("--list-vendors", action="store_true", help="list the shipped profiles")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tdev.cli.main import EXIT_FINDINGS, EXIT_OK, UserError
+    from tdev.scaffold.check import CheckError, syntax_check
+    from tdev.scaffold.profiles import ProfileError, available_vendors, load_profile
+    from tdev.scaffold.scaffold import ScaffoldError, scaffold
+
+    if args.list_vendors:
+        rows = []
+        for name, path in available_vendors().items():
+            try:
+                rows.append((name, load_profile(name).description))
+            except ProfileError as e:
+                rows.append((name, f"INVALID: {e}"))
+        if args.json:
+            json.dump(dict(rows), sys.stdout, indent=1)
+            sys.stdout.write("\n")
+        else:
+            for name, desc in rows:
+                print(f"{name:<10} {desc}")
+        return EXIT_OK
+    if not args.vendor:
+        raise UserError("scaffold: --vendor is required (see --list-vendors)")
+    try:
+        result = scaffold(args.vendor, out=args.out, name=args.name, device=args.device,
+                          force=args.force)
+    except ScaffoldError as e:
+        raise UserError(str(e)) from None
+    report = result.to_json()
+    check = None
+    if args.check:
+        try:
+            check = syntax_check(result.out, jobs=args.jobs)
+        except CheckError as e:
+            raise UserError(str(e)) from None
+        report["check"] = check.to_json()
+    if args.json:
+        json.dump(report, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        verb = "replaced" if result.replaced else "created"
+        print(f"{verb} {result.out}: package {result.package}, device '{result.device}', "
+              f"vendor {result.vendor} ({len(result.files)} files)")
+        print(f"next: pip install --no-build-isolation {result.out} && pytest {result.out}/tests")
+        if check is not None:
+            print(check.describe())
+            for unit in check.units:
+                if not unit.ok:
+                    print(f"  FAILED {unit.source}", file=sys.stderr)
+                    for line in unit.output.splitlines()[:12]:
+                        print(f"    {line}", file=sys.stderr)
+    return EXIT_FINDINGS if check is not None and not check.ok else EXIT_OK

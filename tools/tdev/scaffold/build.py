@@ -1,0 +1,81 @@
+"""Build and install a generated package into an isolated virtual environment, and run its tests.
+
+A generated package registers itself as a `torch.backends` entry point, so every `import torch`
+in the environment it is installed into loads it. Installing into a virtual environment
+(``--system-site-packages``: torch, pytest and tdev's wrapped_cmake stay visible) keeps that away
+from the machine's own Python. Used by the tests and benchmarks/bench_scaffold_build.py.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+# variables that would change how wrapped_cmake builds: the caller decides them explicitly
+_BUILD_ENV_PREFIXES = ("BUILD_", "USE_", "CMAKE_", "WRAPPED_CMAKE_", "CCACHE_")
+_BUILD_ENV_NAMES = ("MAX_JOBS", "CC", "CXX", "DEBUG", "REL_WITH_DEB_INFO", "PYTHONPATH")
+
+
+@dataclass
+class Run:
+    returncode: int
+    seconds: float
+    output: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+def build_env(jobs: int = 2, launcher: str | None = None, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(_BUILD_ENV_PREFIXES) and k not in _BUILD_ENV_NAMES}
+    env["MAX_JOBS"] = str(jobs)
+    if launcher:
+        env["WRAPPED_CMAKE_LAUNCHER"] = launcher
+    env.update(extra)
+    return env
+
+
+def make_venv(venv: Path) -> Path:
+    """A virtual environment that sees the running interpreter's packages; returns its python."""
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
+                        str(venv)], check=True, capture_output=True)
+    return python
+
+
+def pip_install(package_dir: Path, python: Path, env: dict[str, str]) -> Run:
+    """`pip install --no-build-isolation DIR` (pip comes from the base interpreter)."""
+    return _run([str(python), "-m", "pip", "install", "--no-build-isolation", "--no-deps",
+                 "--no-input", "--disable-pip-version-check", str(package_dir)], env)
+
+
+def pip_wheel(package_dir: Path, out_dir: Path, env: dict[str, str]) -> Run:
+    return _run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps",
+                 "--no-input", "--disable-pip-version-check", "-w", str(out_dir),
+                 str(package_dir)], env)
+
+
+def run_tests(package_dir: Path, python: Path, env: dict[str, str], *args: str) -> Run:
+    """pytest on the package's tests, run from the tests directory (so the installed package,
+    not the source directory, is imported)."""
+    tests = Path(package_dir) / "tests"
+    return _run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests), *args],
+                env, cwd=tests)
+
+
+def _run(argv: list[str], env: dict[str, str], cwd: Path | None = None,
+         timeout: float = 1200.0) -> Run:
+    start = time.perf_counter()
+    try:
+        p = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else e.stdout or ""
+        return Run(-1, time.perf_counter() - start, f"{out}\ntimed out after {timeout:.0f} s")
+    return Run(p.returncode, time.perf_counter() - start, p.stdout)

@@ -1,0 +1,278 @@
+"""A vendor's runtime API as data: its declarations and the call each HAL operation makes.
+
+The generated hardware abstraction (``csrc/runtime/HAL.cpp``) is one template for every vendor;
+what differs is which function each operation calls and with which arguments. A profile writes
+that as ``{fn: aclrtMemcpy, args: [dst, dst_size, src, count, kind]}``: every argument is a
+*placeholder* the operation provides (``dst``, ``out_ptr``, ...), a constant the profile
+declares, an integer or ``nullptr``. The profile also declares the functions it uses
+(``aclrtMemcpy: aclError (void* dst, size_t destMax, ...)``), so each call is checked here
+(arity, out-parameters are pointers, status return type) and the generated code can be
+compiled against those declarations alone when the vendor SDK is absent.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from . import validate as v
+
+# operation -> (required placeholders, optional placeholders)
+OPERATIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "device_count": (frozenset({"out_count"}), frozenset()),
+    "set_device": (frozenset({"device"}), frozenset()),
+    "get_device": (frozenset({"out_device"}), frozenset()),
+    "malloc": (frozenset({"out_ptr", "size"}), frozenset()),
+    "free": (frozenset({"ptr"}), frozenset()),
+    "host_malloc": (frozenset({"out_ptr", "size"}), frozenset()),
+    "host_free": (frozenset({"ptr"}), frozenset()),
+    "memcpy": (frozenset({"dst", "src", "count", "kind"}), frozenset({"dst_size"})),
+    "memcpy_async": (frozenset({"dst", "src", "count", "kind", "stream"}), frozenset({"dst_size"})),
+    "stream_create": (frozenset({"out_stream"}), frozenset()),
+    "stream_destroy": (frozenset({"stream"}), frozenset()),
+    "stream_synchronize": (frozenset({"stream"}), frozenset()),
+    "stream_query": (frozenset({"stream"}), frozenset({"out_status"})),
+    "stream_wait_event": (frozenset({"stream", "event"}), frozenset()),
+    "event_create": (frozenset({"out_event"}), frozenset()),
+    "event_create_timing": (frozenset({"out_event"}), frozenset()),
+    "event_destroy": (frozenset({"event"}), frozenset()),
+    "event_record": (frozenset({"event", "stream"}), frozenset()),
+    "event_synchronize": (frozenset({"event"}), frozenset()),
+    "event_query": (frozenset({"event"}), frozenset({"out_status"})),
+    "event_elapsed": (frozenset({"out_ms", "start", "end"}), frozenset()),
+    "device_synchronize": (frozenset(), frozenset()),
+    "mem_get_info": (frozenset({"out_free", "out_total"}), frozenset()),
+    "error_string": (frozenset(), frozenset({"status"})),
+}
+# operations a profile may leave out
+OPTIONAL_OPERATIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "clear_error": (frozenset(), frozenset()),  # reset a sticky "last error" after an OOM
+    "host_alias": (frozenset({"ptr", "out_ptr"}), frozenset()),  # host view of device memory
+}
+INIT_OPERATION = (frozenset(), frozenset())  # `init`: a list of calls made once, in order
+QUERY_OPERATIONS = ("stream_query", "event_query")
+# error_string returns text; every other call returns the runtime's status type
+TEXT_RETURN = "const char*"
+
+
+@dataclass(frozen=True)
+class Param:
+    ctype: str
+    name: str | None
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    returns: str
+    params: tuple[Param, ...]
+
+    @property
+    def declaration(self) -> str:
+        ps = ", ".join(p.ctype + (f" {p.name}" if p.name else "") for p in self.params)
+        return f"{self.returns} {self.name}({ps or 'void'});"
+
+
+@dataclass(frozen=True)
+class Declarations:
+    """The API as the profile states it; rendered as a header for the syntax check."""
+    enums: tuple[tuple[str, tuple[tuple[str, int], ...]], ...]
+    typedefs: tuple[tuple[str, str], ...]
+    constants: tuple[tuple[str, str, int], ...]  # name, type, value
+    functions: dict[str, Function]
+
+    def constant_names(self) -> set[str]:
+        names = {n for n, _, _ in self.constants}
+        for _, members in self.enums:
+            names.update(m for m, _ in members)
+        return names
+
+
+@dataclass(frozen=True)
+class Call:
+    """One vendor call as generated C++: locals for out-parameters, the call expression, the
+    condition that means success (over the status variable ``st``)."""
+    operation: str
+    fn: str
+    args: tuple[str, ...]
+    locals: tuple[str, ...]  # "T name{};" for each out-parameter
+    ok: str
+    complete: str | None  # out_status value meaning "done" (queries with an out-parameter)
+
+    @property
+    def expr(self) -> str:
+        return f"{self.fn}({', '.join(self.args)})"
+
+
+Fail = Callable[[str, str], Exception]  # (key, problem) -> exception to raise
+
+
+def parse_declarations(d: Any, key: str, fail: Fail) -> Declarations:
+    d = _mapping(d, key, fail, {"enums", "typedefs", "constants", "functions"})
+    enums, seen = [], set()
+    for name, members in _mapping(d.get("enums", {}), f"{key}.enums", fail).items():
+        k = f"{key}.enums.{name}"
+        _check(v.identifier, name, k, fail)
+        ms = []
+        for m, val in _mapping(members, k, fail).items():
+            _check(v.identifier, m, f"{k}.{m}", fail)
+            if m in seen:
+                raise fail(f"{k}.{m}", f"{m} is declared twice")
+            seen.add(m)
+            ms.append((m, _check(v.integer, val, f"{k}.{m}", fail)))
+        enums.append((name, tuple(ms)))
+    typedefs = []
+    for name, target in _mapping(d.get("typedefs", {}), f"{key}.typedefs", fail).items():
+        typedefs.append((_check(v.identifier, name, f"{key}.typedefs", fail),
+                         _check(v.c_type, target, f"{key}.typedefs.{name}", fail)))
+    constants = []
+    for name, spec in _mapping(d.get("constants", {}), f"{key}.constants", fail).items():
+        k = f"{key}.constants.{name}"
+        _check(v.identifier, name, k, fail)
+        if name in seen:
+            raise fail(k, f"{name} is declared twice")
+        seen.add(name)
+        spec = _mapping(spec, k, fail, {"type", "value"})
+        constants.append((name, _check(v.c_type, spec.get("type"), f"{k}.type", fail),
+                          _check(v.integer, spec.get("value"), f"{k}.value", fail)))
+    functions = {}
+    for name, sig in _mapping(d.get("functions", {}), f"{key}.functions", fail).items():
+        k = f"{key}.functions.{name}"
+        _check(v.identifier, name, k, fail)
+        functions[name] = _signature(name, sig, k, fail)
+    return Declarations(tuple(enums), tuple(typedefs), tuple(constants), functions)
+
+
+def _signature(name: str, sig: Any, key: str, fail: Fail) -> Function:
+    m = re.fullmatch(r"\s*([^()]+?)\s*\(([^()]*)\)\s*", sig) if isinstance(sig, str) else None
+    if not m:
+        raise fail(key, f"expected 'RETURN (TYPE name, ...)', got {sig!r}")
+    returns = _check(v.c_type, m.group(1), key, fail)
+    params = []
+    body = m.group(2).strip()
+    if body and body != "void":
+        for i, p in enumerate(body.split(",")):
+            ctype, pname = _check(v.c_param, p.strip(), f"{key} parameter {i + 1}", fail)
+            if pname is not None:
+                _check(v.identifier, pname, f"{key} parameter {i + 1}", fail)
+            params.append(Param(ctype, pname))
+    return Function(name, returns, tuple(params))
+
+
+def parse_calls(d: Any, key: str, decls: Declarations, status_type: str, success: str,
+                fail: Fail) -> tuple[dict[str, Call], tuple[Call, ...]]:
+    """``runtime.calls`` -> {operation: Call} and the ``init`` calls."""
+    d = _mapping(d, key, fail)
+    known = set(OPERATIONS) | set(OPTIONAL_OPERATIONS) | {"init"}
+    for op in d:
+        if op not in known:
+            raise fail(f"{key}.{op}", f"unknown operation (known: {', '.join(sorted(known))})")
+    for op in OPERATIONS:
+        if op not in d:
+            raise fail(key, f"missing operation {op!r}")
+    calls = {}
+    for op, spec in d.items():
+        if op == "init":
+            continue
+        placeholders = OPERATIONS.get(op) or OPTIONAL_OPERATIONS[op]
+        calls[op] = _call(op, spec, f"{key}.{op}", placeholders, decls, status_type, success, fail)
+    init = d.get("init", [])
+    if not isinstance(init, list):
+        raise fail(f"{key}.init", "expected a list of calls")
+    inits = tuple(_call("init", c, f"{key}.init[{i}]", INIT_OPERATION, decls, status_type,
+                        success, fail) for i, c in enumerate(init))
+    return calls, inits
+
+
+def _call(op: str, spec: Any, key: str, placeholders: tuple[frozenset[str], frozenset[str]],
+          decls: Declarations, status_type: str, success: str, fail: Fail) -> Call:
+    spec = _mapping(spec, key, fail, {"fn", "args", "also_ok", "complete"})
+    fn = _check(v.identifier, spec.get("fn"), f"{key}.fn", fail)
+    func = decls.functions.get(fn)
+    if func is None:
+        raise fail(f"{key}.fn", f"{fn} is not declared in runtime.declarations.functions")
+    args = spec.get("args", [])
+    if not isinstance(args, list):
+        raise fail(f"{key}.args", "expected a list")
+    if len(args) != len(func.params):
+        raise fail(f"{key}.args", f"{fn} takes {len(func.params)} arguments, "
+                   f"the call passes {len(args)}")
+    required, optional = placeholders
+    constants = decls.constant_names()
+    exprs, locals_, used = [], [], set()
+    for i, (arg, param) in enumerate(zip(args, func.params)):
+        k = f"{key}.args[{i}]"
+        a = str(arg) if isinstance(arg, int) and not isinstance(arg, bool) else arg
+        if not isinstance(a, str):
+            raise fail(k, f"expected a placeholder, constant or integer, got {arg!r}")
+        if a in required or a in optional:
+            if a in used:
+                raise fail(k, f"placeholder {a} used twice")
+            used.add(a)
+            if a.startswith("out_"):
+                if not param.ctype.endswith("*"):
+                    raise fail(k, f"{a} is an out-parameter but {fn} declares {param.ctype!r} "
+                               "here (expected a pointer)")
+                local = param.ctype[:-1].rstrip()
+                if local in ("void", "const void"):
+                    raise fail(k, f"{a} is an out-parameter but {fn} declares {param.ctype!r} "
+                               "here (a pointer to void cannot receive a value)")
+                locals_.append(f"{local} {a}{{}};")
+                exprs.append(f"&{a}")
+            elif a == "kind":
+                exprs.append(f"hal_arg<{param.ctype}>(vendor_kind(kind))")
+            else:
+                exprs.append(f"hal_arg<{param.ctype}>({a})")
+        elif a == "nullptr" or v.INT.match(a) or a in constants:
+            exprs.append(f"hal_arg<{param.ctype}>({a})")
+        else:
+            names = ", ".join(sorted(required | optional)) or "none"
+            raise fail(k, f"{a!r} is neither a placeholder of {op} ({names}) nor a constant "
+                       "declared in runtime.declarations")
+    missing = required - used
+    if missing:
+        raise fail(f"{key}.args", f"{op} must pass {', '.join(sorted(missing))}")
+    want = TEXT_RETURN if op == "error_string" else status_type
+    if func.returns != want:
+        raise fail(f"{key}.fn", f"{fn} returns {func.returns!r}; {op} needs {want!r}")
+    also = spec.get("also_ok", [])
+    if not isinstance(also, list):
+        raise fail(f"{key}.also_ok", "expected a list of status constants")
+    for c in also:
+        _constant(c, f"{key}.also_ok", constants, fail)
+    ok = " || ".join(f"st == {c}" for c in [success, *also])
+    complete = spec.get("complete")
+    if "out_status" in used:
+        if complete is None:
+            raise fail(key, f"{op} passes out_status, so it needs 'complete' (the status "
+                       "value that means done)")
+        _constant(complete, f"{key}.complete", constants, fail)
+    elif complete is not None:
+        raise fail(f"{key}.complete", "only a query with out_status takes 'complete'")
+    return Call(op, fn, tuple(exprs), tuple(locals_), ok, complete)
+
+
+def _constant(c: Any, key: str, constants: set[str], fail: Fail) -> str:
+    if not isinstance(c, str) or c not in constants:
+        raise fail(key, f"{c!r} is not a constant declared in runtime.declarations")
+    return c
+
+
+def _mapping(d: Any, key: str, fail: Fail, allowed: set[str] | None = None) -> dict:
+    if d is None:
+        return {}
+    if not isinstance(d, dict):
+        raise fail(key, f"expected a mapping, got {type(d).__name__}")
+    for k in d:
+        if not isinstance(k, str):
+            raise fail(key, f"key {k!r} is not a string")
+        if allowed is not None and k not in allowed:
+            raise fail(f"{key}.{k}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
+    return d
+
+
+def _check(check, value: Any, key: str, fail: Fail):
+    try:
+        return check(value)
+    except ValueError as e:
+        raise fail(key, str(e)) from None
