@@ -6,10 +6,10 @@ extraction's manifest it gives the files a set compiles. ``select`` resolves ``-
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
+
+from tdev.globs import matches
 
 from .errors import InputError
 from .torch_manifest import Manifest
@@ -120,26 +120,4 @@ def load_target_sets(path: Path) -> TargetSets:
 
 
 def glob_match(pattern: str, path: str) -> bool:
-    return _compile(pattern).fullmatch(path) is not None
-
-
-@lru_cache(maxsize=None)
-def _compile(pattern: str) -> re.Pattern:
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out))
+    return matches(pattern, path)

@@ -4,14 +4,14 @@ come from: a destination that would leave the output directory is refused (Layou
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
-from functools import lru_cache
 from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
+
+from ..globs import matches_any
 
 MANIFEST_NAME = "MANIFEST.json"
 REPORT_NAME = "EXTRACT_REPORT.json"
@@ -22,31 +22,8 @@ class LayoutError(ValueError):
     """A layout that cannot be used, or a path it cannot map; the message names the problem."""
 
 
-@lru_cache(maxsize=512)
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A glob over posix paths: '**' any number of path components, '*' and '?' within one."""
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
-
-
 def glob_match(patterns: tuple[str, ...], path: str) -> bool:
-    return any(glob_regex(p).match(path) for p in patterns)
+    return matches_any(patterns, path)
 
 
 def check_relpath(rel: str, what: str) -> str:
