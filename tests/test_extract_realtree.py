@@ -65,6 +65,14 @@ def test_full_extraction_counts_verify_and_repeatability(real):
     patches = tdev("patch", "verify", "--series", str(out_a / "torch_patches"), "--torch-src", str(tree))
     assert patches.returncode == 0, patches.stdout[-2000:] + patches.stderr
     assert f"verify: ok ({summary['patches']} would apply)" in patches.stdout
+    # the series shipped in torch_patches/extract-<version> is exactly what extract writes now
+    version = (tree / "version.txt").read_text().strip().split("a")[0]
+    shipped = Path(__file__).resolve().parents[1] / "torch_patches" / f"extract-{version}"
+    if shipped.is_dir():
+        ours = {p.name: p.read_bytes() for p in (out_a / "torch_patches").iterdir()}
+        theirs = {p.name: p.read_bytes() for p in shipped.iterdir()}
+        assert ours == theirs, (f"{shipped} is stale: regenerate it (docs/patches.md); differs in "
+                                f"{sorted(set(ours) ^ set(theirs)) or [n for n in ours if ours[n] != theirs.get(n)]}")
     print(f"\nextracted {summary['moved']} files (scan kind:cuda {len(cuda)}), supplemented "
           f"{summary['supplemented']} {summary['supplement_reasons']}, python rewrites "
           f"{summary['python_rewrites']}, patches {summary['patches']}, unresolved includes "
