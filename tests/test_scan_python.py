@@ -99,18 +99,94 @@ def test_real_device_interface(pytorch_tree, rules):
     assert (171, 172) in got["py-device-string"]
 
 
+def test_lines_no_start_line_isolates_are_lexed_not_parsed_whole(rules, monkeypatch):
+    """Brackets inside a raw string defeat the bracket count of every start line tried (and the
+    function runs on past MAX_DOWN lines); the statement is then found by lexing, and the file
+    is not parsed whole."""
+    import tdev.scan.python as py
+
+    monkeypatch.setattr(py, "_scan_whole", lambda *a: pytest.fail("parsed the whole file"))
+    src = textwrap.dedent(r"""
+        def f():
+            x = foo(
+                r"not brackets: \[\(",
+                device="cuda", dtype=torch.half,
+            )
+            if torch.version.cuda:  # don't
+                y = 1
+            return [
+        """) + "        1,\n" * 80 + "    ]\n"
+    found, warning = scan_python(src, rules.python)
+    assert warning is None
+    assert {e.rule: e.lines for e in found} == {"py-device-string": ((5, 5),), "py-cuda-attribute": ((7, 7),),
+                                               "py-cuda-branch": ((8, 8),)}
+
+
+def test_long_literals_are_parsed_by_their_innermost_bracket(rules, monkeypatch):
+    """In a statement longer than pysnippets.BIG lines only the bracket around the line is
+    parsed; a candidate after that bracket on its last line gets its own unit."""
+    import tdev.scan.python as py
+    from tdev.scan.pysnippets import BIG
+
+    monkeypatch.setattr(py, "_scan_whole", lambda *a: pytest.fail("parsed the whole file"))
+    filler = "\n".join(f"    {i}," for i in range(BIG + 10))
+    src = f"table = [\n    entry(r'\\(',\n          device='cuda'), x.cuda(),\n{filler}\n]\ny = 'cuda'\n"
+    found, warning = scan_python(src, rules.python)
+    assert warning is None
+    assert {e.rule: e.lines for e in found} == {"py-device-string": ((3, 3), (BIG + 15, BIG + 15)),
+                                               "py-cuda-attribute": ((3, 3),)}
+
+
+def test_lexer_statements_strings_comments_and_brackets():
+    from tdev.scan import pylex
+
+    text = 'a = f(")", # (\n      \'\'\'x\n(\'\'\')\nb = [1,\n 2] \\\n + c\nd\n'
+    sts = list(pylex.statements(text, 0))
+    assert [text[s.start:s.end] for s in sts] == ['a = f(")", # (\n      \'\'\'x\n(\'\'\')',
+                                                  "b = [1,\n 2] \\\n + c", "d", ""]
+    first = sts[0]
+    assert first.kind_at(text.index('")"') + 1) == "string" and first.kind_at(text.index("# (") + 2) == "comment"
+    assert first.kind_at(text.index("x\n(")) == "string" and first.kind_at(0) == "code"
+    assert first.brackets_at(text.index("x\n(")) == [(5, text.index("\'\'\')") + 3)]
+    with pytest.raises(pylex.BadSync):
+        list(pylex.statements("x)\n", 0))
+
+
+# Where the statement-level parse and the whole-file parse differ on the 2.6.0 tree: the scan
+# reads a statement's lines by indentation and parses the lines around a candidate, ast reads the
+# file. (path, rule) -> (lines only the statement-level parse reports, lines only ast reports).
+KNOWN_DIFFERENCES = {
+    # the branch body starts with a decorated def: ast gives the def line, the scan the decorator
+    ("test/test_jit_fuser_te.py", "py-cuda-branch"): ({1358}, set()),
+    # an `if (` test spread over several lines: the candidate line parses alone as an expression
+    ("test/inductor/test_cudagraph_trees_expandable_segments.py", "py-cuda-branch"): (set(), set(range(42, 47))),
+    ("test/test_cuda_expandable_segments.py", "py-cuda-branch"): (set(), set(range(34, 41))),
+    # `from torch._C import (\n    _cuda_x,\n)`: the name line parses alone as a tuple
+    ("torch/cuda/graphs.py", "py-c-binding"): (set(), {18, 30}),
+    ("torch/cuda/memory.py", "py-c-binding"): (set(), {78, 1034, 1043, 1086, 1090, 1091}),
+}
+
+
 @pytest.mark.realtree
 @pytest.mark.slow
-def test_statement_parsing_agrees_with_whole_file_parsing(pytorch_tree, rules):
-    """Over every Python file of the real tree that mentions CUDA, the statement-level parse finds
-    the same (rule, line) pairs as parsing each file whole, to within 2%."""
-    snippet = whole = common = 0
+def test_statement_parsing_equals_whole_file_parsing(pytorch_tree, rules):
+    """Over every Python file of the real tree with a candidate, the statement-level scan finds
+    exactly the (rule, line) pairs and warnings of parsing the file whole, but for
+    KNOWN_DIFFERENCES (all in files the scan classifies by name, but one line)."""
+    from tdev.scan.python import _candidates
+
+    files, differences = 0, {}
     for path in sorted(pytorch_tree.rglob("*.py")):
         text = path.read_text(encoding="utf-8", errors="replace")
-        if not any(n in text for n in rules.python.needles):
+        if not _candidates(text, rules.python):
             continue
-        a = {(e.rule, n) for e in scan_python(text, rules.python)[0] for lo, hi in e.lines for n in range(lo, hi + 1)}
-        b = {(e.rule, n) for e in _scan_whole(text, rules.python)[0] for lo, hi in e.lines for n in range(lo, hi + 1)}
-        snippet, whole, common = snippet + len(a), whole + len(b), common + len(a & b)
-    assert whole > 8000  # the tree really has this much CUDA-using Python
-    assert common / whole >= 0.98 and common / snippet >= 0.98, (snippet, whole, common)
+        files += 1
+        (a, wa), (b, wb) = scan_python(text, rules.python), _scan_whole(text, rules.python)
+        assert wa == wb, path
+        for rule in {e.rule for e in a} | {e.rule for e in b}:
+            la = {n for e in a if e.rule == rule for lo, hi in e.lines for n in range(lo, hi + 1)}
+            lb = {n for e in b if e.rule == rule for lo, hi in e.lines for n in range(lo, hi + 1)}
+            if la != lb:
+                differences[(str(path.relative_to(pytorch_tree)), rule)] = (la - lb, lb - la)
+    assert files > 900  # the tree really has this much CUDA-using Python
+    assert differences == KNOWN_DIFFERENCES

@@ -6,18 +6,38 @@ interest, the smallest run of lines around it that the real parser accepts as on
 (trying start lines upward and balancing brackets downward), and parses only that. Compound
 statement headers (``if torch.cuda.is_available():``) are parsed with a placeholder body; their
 real body is found by indentation. Offsets inside triple-quoted strings are skipped (docstrings).
-When no candidate parses, the caller falls back to parsing the whole file.
+Where no start line works (a line deep inside a long literal, brackets in strings, quotes in
+comments), ``exact`` lexes the text (pylex.py) to find the real logical line, or for a very long
+one the innermost bracket around the offset, and parses that. Only when that fails too does the
+caller parse the whole file.
 """
 from __future__ import annotations
 
 import ast
 import re
 from bisect import bisect_right
+from itertools import accumulate
+from typing import Any, Callable, NamedTuple
 
-_OPEN = dict.fromkeys("([{", 1) | dict.fromkeys(")]}", -1)
+from . import pylex
+
 _TRAIL_COMMENT = re.compile(r"\s*#[^'\"]*$")
+# keywords that can only begin a statement (not an expression line inside brackets)
+_STMT_KEYWORD = re.compile(r"(?:def|class|return|raise|with|while|try|assert|del|global|nonlocal|import"
+                           r"|pass|break|continue|elif|except|finally)\b")
 MAX_UP = 40  # lines to look upward for the start of a statement
 MAX_DOWN = 60  # lines to look downward for its end
+BIG = 200  # a logical line longer than this is parsed by its innermost bracket that parses
+
+
+class Unit(NamedTuple):
+    """A parsed piece of the file: add ``base`` to tree line numbers for 1-based file lines;
+    ``first``/``last`` are its 0-based lines."""
+
+    tree: Any  # what Snippets.parse returned: an ast.Module, or a replayable result (python.py)
+    base: int
+    first: int
+    last: int
 
 
 class Unparseable(Exception):
@@ -47,16 +67,45 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
+def _wrap(body: str) -> tuple[str, int]:
+    """A statement's text (first line unindented) made parseable alone: compound headers get a
+    placeholder body, continuation clauses a head; and how many lines were put in front."""
+    head = body.partition(" ")[0]
+    shift = 0
+    if head == "elif":
+        body = body[2:]  # "elif x:" -> "if x:"
+    elif head.startswith(("except", "finally", "else")):
+        body, shift = "try:\n pass\n" + body, 2
+    if _TRAIL_COMMENT.sub("", body).rstrip().endswith(":"):
+        body += "\n pass"
+    if body.startswith("@"):
+        body += "\ndef _tdev_decorated(): pass"
+    return body, shift
+
+
+def parses(src: str) -> ast.Module | None:
+    try:
+        return ast.parse(src)
+    except (SyntaxError, ValueError):
+        return None
+
+
 def _is_code(line: str) -> bool:
     s = line.lstrip(" \t")
     return bool(s) and not s.startswith("#")
 
 
 class Snippets:
-    def __init__(self, text: str) -> None:
+    """The statements of one file. ``parse`` turns a statement's source into what Unit.tree
+    holds (an ast.Module by default), or None when it does not parse."""
+
+    def __init__(self, text: str, parse: Callable[[str], Any] = None) -> None:
         self.text = text
+        self.parse = parse or parses
         self.lines = text.split("\n")
         self._strings = self._triple_spans()
+        self._starts: list[int] | None = None  # line start offsets, computed when needed
+        self._lexed: list[tuple[int, pylex.Statement]] = []  # long statements, by start offset
 
     def _triple_spans(self) -> list[tuple[int, int]]:
         text = self.text
@@ -88,33 +137,25 @@ class Snippets:
 
     # ------------------------------------------------------------------ statements
     def _end_for(self, s: int, at_least: int) -> int:
-        depth, e = 0, s
-        for e in range(s, min(len(self.lines), s + MAX_DOWN)):
-            code = _TRAIL_COMMENT.sub("", self.lines[e])
-            depth += sum(_OPEN.get(c, 0) for c in code if c in _OPEN)
+        """The last line of a statement starting on line s that reaches line ``at_least``, by
+        bracket counting (without regard to strings) and trailing backslashes."""
+        depth, e, lines = 0, s, self.lines
+        for e in range(s, min(len(lines), s + MAX_DOWN)):
+            code = lines[e]
+            if "#" in code:
+                code = _TRAIL_COMMENT.sub("", code)
+            depth += (code.count("(") + code.count("[") + code.count("{")
+                      - code.count(")") - code.count("]") - code.count("}"))
             if e >= at_least and depth <= 0 and not code.endswith("\\"):
                 return e
         return e
 
     def _source(self, s: int, e: int) -> tuple[str, int]:
         """The text to parse for lines s..e, and how many lines were put in front of them."""
-        first = self.lines[s].lstrip(" \t")
-        head, _, _ = first.partition(" ")
-        body = "\n".join([first] + self.lines[s + 1:e + 1])
-        shift = 0
-        if head in ("elif",):
-            body = body[2:]  # "elif x:" -> "if x:"
-        elif head.startswith(("except", "finally", "else")):
-            body, shift = "try:\n pass\n" + body, 2
-        if _TRAIL_COMMENT.sub("", body).rstrip().endswith(":"):
-            body += "\n pass"
-        if first.startswith("@"):
-            body += "\ndef _tdev_decorated(): pass"
-        return body, shift
+        return _wrap("\n".join([self.lines[s].lstrip(" \t")] + self.lines[s + 1:e + 1]))
 
-    def statement(self, line: int) -> tuple[ast.Module, int, int, int]:
-        """(tree, base, first line, last line) of the statement containing the 0-based ``line``;
-        add ``base`` to the tree's line numbers for 1-based file lines. Raises Unparseable."""
+    def statement(self, line: int) -> Unit:
+        """The statement containing the 0-based ``line``, parsed. Raises Unparseable."""
         ind = _indent(self.lines[line])
         tried = 0
         for s in range(line, max(-1, line - MAX_UP), -1):
@@ -123,16 +164,93 @@ class Snippets:
                 continue
             e = self._end_for(s, line)
             src, shift = self._source(s, e)
-            try:
-                tree = ast.parse(src)
-            except (SyntaxError, ValueError):
+            tree = self.parse(src)
+            if tree is None:
                 tried += 1
                 if tried > 12:
                     break
                 ind = min(ind, _indent(ls))
                 continue
-            return tree, s - shift, s, e
+            return Unit(tree, s - shift, s, e)
         raise Unparseable(line)
+
+    # ------------------------------------------------------------------ exact lexing
+    def line_of(self, pos: int) -> int:
+        """0-based line of a text offset."""
+        if self._starts is None:
+            self._starts = list(accumulate((len(ln) + 1 for ln in self.lines[:-1]), initial=0))
+        return bisect_right(self._starts, pos) - 1
+
+    def line_start(self, line: int) -> int:
+        """Offset of the start of a 0-based line (the text's length past the last line)."""
+        self.line_of(0)
+        return self._starts[line] if line < len(self._starts) else len(self.text)
+
+    def _sync_above(self, line: int) -> int:
+        """The nearest line at or above ``line`` that starts a statement at depth 0: one that
+        begins with a keyword only statements begin with (def, return, with, ...), or code at
+        column 0 that is not a closing bracket or a string; never inside a triple-quoted string."""
+        for k in range(line, -1, -1):
+            ln = self.lines[k]
+            if not ln or ln[0] in "#)]}'\"\r":
+                continue
+            if ln[0] in " \t":
+                i = _indent(ln)
+                if not _STMT_KEYWORD.match(ln, i):
+                    continue
+            else:
+                i = 0
+            if not self.in_string(self._starts[k] + i):
+                return k
+        return 0
+
+    def lexed_at(self, off: int) -> pylex.Statement | None:
+        """A long statement lexed before that holds ``off``."""
+        k = bisect_right(self._lexed, (off, 1 << 62)) - 1
+        return self._lexed[k][1] if k >= 0 and self._lexed[k][1].end >= off else None
+
+    def exact(self, line: int, off: int) -> tuple[Unit, tuple[int, int] | None] | None:
+        """The unit around ``off`` (on 0-based ``line``) found by lexing, parsed: the logical line,
+        or for one longer than BIG lines the innermost bracket around ``off`` that parses, with
+        the span of that bracket when it may cover only part of its first and last lines. None
+        when ``off`` is in a comment. Raises Unparseable."""
+        self.line_of(off)
+        st, k = self.lexed_at(off), line
+        for _ in range(4):  # a start inside an unbalanced region: try further up
+            if st is None:
+                k = self._sync_above(k)
+                try:
+                    st = next(t for t in pylex.statements(self.text, self._starts[k]) if t.end >= off)
+                except pylex.BadSync:
+                    st = None
+            if st is not None:
+                if st.kind_at(off) == "comment":
+                    return None
+                unit = self._parse(st, off)
+                if unit is not None:
+                    return unit
+            if k == 0:
+                break
+            st, k = None, k - 1
+        raise Unparseable(line)
+
+    def _parse(self, st: pylex.Statement, off: int) -> tuple[Unit, tuple[int, int] | None] | None:
+        text = self.text
+        s, e = self.line_of(st.start), self.line_of(st.end)
+        if e - s <= BIG:
+            src, shift = _wrap(st.without_comments(text, st.start, st.end).lstrip(" \t"))
+            tree = self.parse(src)
+            return None if tree is None else (Unit(tree, s - shift, s, e), None)
+        for p, q in reversed(st.brackets_at(off)):
+            before = text[max(0, p - 200):p].rstrip()[-1:]
+            # call arguments and subscripts are not expressions on their own: parse them as ones
+            head = "_" if before and (before.isalnum() or before in "_)]") and text[p] != "{" else ""
+            tree = self.parse(head + st.without_comments(text, p, q + 1))
+            if tree is not None:
+                if self.lexed_at(off) is None:
+                    self._lexed.insert(bisect_right(self._lexed, (st.start, 0)), (st.start, st))
+                return Unit(tree, self.line_of(p), self.line_of(p), self.line_of(q)), (p, q + 1)
+        return None
 
     def block_after(self, header_last: int, indent: int) -> tuple[int, int] | None:
         """1-based (first, last) lines of the indented block after a compound header ending on

@@ -8,238 +8,150 @@ Rules (names cited in evidence):
   py-cuda-attribute  ``x.is_cuda``, ``x.cuda()``
   py-cuda-branch     the body guarded by ``if torch.cuda.is_available():`` (or the else of ``if not ...``)
 
-Only the statements around candidate lines are parsed (see pysnippets.py); a file where one of
-them cannot be isolated is parsed whole. Either way every finding comes from a real parse tree.
+Only the statements around candidate lines are parsed (see pysnippets.py): found by trying start
+lines, or where that fails by lexing (pylex.py); a file where neither works is parsed whole.
+Either way every finding comes from a real parse tree (pyfinder.py walks it), and identical
+statements are parsed once per process (pyfinder.Memo).
 """
 from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_left
 
 from .model import Evidence, merge_lines
+from .pyfinder import Finder, memo
 from .pysnippets import Snippets, Unparseable, find_all
 from .rules import PythonRules
 
 
-def _dotted(node: ast.AST) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
-
-
-# node kinds that never hold anything the rules look at
-_LEAVES = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
-
-
-def _indent_of(line: str) -> int:
-    return len(line) - len(line.lstrip(" \t"))
-
-
-class _Finder:
-    """Walks parse trees and records rule hits by file line. ``base`` is added to tree line
-    numbers (statement trees count from their first line)."""
-
-    def __init__(self, rules: PythonRules, snippets: Snippets | None = None) -> None:
-        self.r = rules
-        self.snippets = snippets  # set when visiting single statements: bodies come from indentation
-        self.base = 0
-        self.hits: dict[str, set[int]] = {}
-        self.first: dict[str, str] = {}
-        self.aliases: dict[str, str] = {}  # local name -> CUDA module or C binding it stands for
-        self.alias_done: set[str] = set()
-        self.dispatch = {ast.Import: self.on_import, ast.ImportFrom: self.on_import_from,
-                         ast.Attribute: self.on_attribute, ast.Name: self.on_name,
-                         ast.Constant: self.on_constant, ast.If: self.on_if}
-
-    def hit(self, rule: str, what: str, first: int, last: int | None = None) -> None:
-        lines = self.hits.setdefault(rule, set())
-        lines.update(range(first, (last or first) + 1))
-        self.first.setdefault(rule, what)
-
-    def visit(self, tree: ast.AST, base: int = 0) -> None:
-        self.base = base
-        get = self.dispatch.get
-        stack = [tree]
-        pop = stack.pop
-        node_t, leaf_t = ast.AST, _LEAVES
-        while stack:
-            node = pop()
-            handler = get(type(node))
-            if handler is not None and handler(node):
-                continue  # the handler covered the subtree
-            # ast.iter_child_nodes, inlined (this loop is the hot path), pushed in reverse so
-            # nodes are visited in source order (an import is seen before the uses of its name)
-            kids = []
-            for name in node._fields:
-                v = getattr(node, name)
-                if type(v) is list:
-                    kids.extend(x for x in v if isinstance(x, node_t))
-                elif isinstance(v, node_t) and not isinstance(v, leaf_t):
-                    kids.append(v)
-            kids.reverse()
-            stack.extend(kids)
-
-    def cuda_module(self, dotted: str) -> str | None:
-        head, _, rest = dotted.partition(".")
-        if head in self.aliases:
-            dotted = self.aliases[head] + ("." + rest if rest else "")
-        for m in self.r.modules:
-            if dotted == m or dotted.startswith(m + "."):
-                return dotted
-        return None
-
-    def c_binding(self, name: str) -> bool:
-        return name.startswith(self.r.c_prefixes)
-
-    # imports -----------------------------------------------------------------
-    def on_import(self, node: ast.Import) -> bool:
-        for a in node.names:
-            if self.cuda_module(a.name):
-                self.hit("py-import", f"import {a.name}", node.lineno + self.base)
-                if a.asname:
-                    self.aliases[a.asname] = a.name
-        return True
-
-    def on_import_from(self, node: ast.ImportFrom) -> bool:
-        mod = node.module or ""
-        for a in node.names:
-            full = f"{mod}.{a.name}" if mod else a.name
-            if self.cuda_module(mod) or self.cuda_module(full):
-                self.hit("py-import", f"from {mod} import {a.name}", node.lineno + self.base)
-                self.aliases[a.asname or a.name] = full
-            elif mod.endswith("_C") and self.c_binding(a.name):
-                self.hit("py-c-binding", f"from {mod} import {a.name}", node.lineno + self.base)
-                self.aliases[a.asname or a.name] = full
-        return True
-
-    # uses --------------------------------------------------------------------
-    def on_attribute(self, node: ast.Attribute) -> bool:
-        dotted = _dotted(node)
-        line = node.lineno + self.base
-        if dotted is not None:
-            full = self.cuda_module(dotted)
-            if full is not None and full not in self.r.modules:
-                self.hit("py-cuda-api", full, line, (node.end_lineno or node.lineno) + self.base)
-                return True  # do not re-report the inner chain
-            if self.c_binding(node.attr) and dotted.rsplit(".", 2)[-2:-1] == ["_C"]:
-                self.hit("py-c-binding", dotted, line)
-                return True
-        if node.attr in self.r.attributes and not (dotted and self.cuda_module(dotted)):
-            self.hit("py-cuda-attribute", f".{node.attr}", line)
-        return False
-
-    def on_name(self, node: ast.Name) -> bool:
-        target = self.aliases.get(node.id)
-        if target is not None and isinstance(node.ctx, ast.Load):
-            rule = "py-c-binding" if self.c_binding(target.rsplit(".", 1)[-1]) else "py-cuda-api"
-            self.hit(rule, target, node.lineno + self.base)
-        return True
-
-    def on_constant(self, node: ast.Constant) -> bool:
-        v = node.value
-        if isinstance(v, str) and len(v) < 16 and self.r.device_string.match(v):
-            self.hit("py-device-string", repr(v), node.lineno + self.base)
-        return True
-
-    # guarded branches ----------------------------------------------------------
-    def _guard(self, test: ast.expr) -> bool | None:
-        """True: the test is a CUDA guard; False: its negation is; None: neither."""
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            inner = self._guard(test.operand)
-            return None if inner is None else not inner
-        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-            return True if any(self._guard(v) is True for v in test.values) else None
-        if isinstance(test, ast.Call):
-            test = test.func
-        if isinstance(test, ast.Compare) and len(test.ops) == 1:
-            if isinstance(test.ops[0], (ast.IsNot, ast.NotEq)) and isinstance(test.comparators[0], ast.Constant):
-                return self._guard(test.left)
-            return None
-        dotted = _dotted(test)
-        if dotted is None:
-            return None
-        return True if (self.cuda_module(dotted) or dotted) in self.r.guards else None
-
-    def on_if(self, node: ast.If) -> bool:
-        g = self._guard(node.test)
-        if g is not None:
-            span = self._branch(node, g)
-            if span:
-                self.hit("py-cuda-branch", ast.unparse(node.test)[:60], *span)
-        return False
-
-    def _branch(self, node: ast.If, then: bool) -> tuple[int, int] | None:
-        """1-based file line range of the CUDA branch: the body when ``then``, else the else-block."""
-        sn = self.snippets
-        if sn is None:
-            body = node.body if then else node.orelse
-            return (body[0].lineno, body[-1].end_lineno or body[-1].lineno) if body else None
-        header = node.lineno + self.base - 1  # 0-based file line
-        indent = _indent_of(sn.lines[header])
-        # the statement was parsed with a placeholder body right after its header's last line
-        body = sn.block_after(node.body[0].lineno + self.base - 2, indent)
-        if then or body is None:
-            return body
-        return sn.else_block(body[1], indent)
-
-
 _IDENT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _needle_search(needles: tuple[str, ...]) -> list[tuple[re.Pattern[str], tuple[str, ...]]]:
+    """Regexes that find every occurrence of every needle, each with the needles it stands
+    for: one per two-letter prefix (``cu(?=da|dnn|sparselt)``), so that ``re`` scans for a
+    literal, which is faster than ``str.find`` once per needle. A group whose prefix could
+    overlap itself (``aa``) is searched needle by needle."""
+    groups: dict[str, list[str]] = {}
+    for n in needles:
+        groups.setdefault(n[:2] if len(n) > 2 and n[0] != n[1] else n, []).append(n)
+    out = []
+    for pre, ns in groups.items():
+        rest = "|".join(re.escape(n[len(pre):]) for n in ns if n != pre)
+        if pre in ns or not rest:
+            out.extend((re.compile(re.escape(n)), (n,)) for n in ns)
+        else:
+            out.append((re.compile(f"{re.escape(pre)}(?={rest})"), tuple(ns)))
+    return out
+
+
+_SEARCH: dict[tuple[str, ...], list] = {}
 
 
 def _candidates(text: str, rules: PythonRules) -> list[int]:
     """Offsets of needles that can start a match: at the start of a name (``cuda``, ``_cuda_x``,
     ``.cuda``, ``"cuda``) or inside a name the rules list (``is_cuda``). A needle inside any
     other identifier (``requires_cuda``, ``common_cuda``) cannot match a rule."""
+    search = _SEARCH.get(rules.needles)
+    if search is None:
+        search = _SEARCH[rules.needles] = _needle_search(rules.needles)
     offs: list[int] = []
     names = set(rules.attributes)
-    for n in rules.needles:
-        for at in find_all(text, n):
-            i = at
-            while i and text[i - 1] in _IDENT:
-                i -= 1
-            if i == at or text[i:at] == "_":
-                offs.append(at)
-                continue
-            j = at + len(n)
-            while j < len(text) and text[j] in _IDENT:
-                j += 1
-            if text[i:j] in names:
-                offs.append(at)
+    for rx, needles in search:
+        for m in rx.finditer(text):
+            at = m.start()
+            for n in needles:
+                if len(needles) > 1 and not text.startswith(n, at):
+                    continue
+                i = at
+                while i and text[i - 1] in _IDENT:
+                    i -= 1
+                if i == at or text[i:at] == "_":
+                    offs.append(at)
+                    continue
+                j = at + len(n)
+                while j < len(text) and text[j] in _IDENT:
+                    j += 1
+                if text[i:j] in names:
+                    offs.append(at)
     offs.sort()
     return offs
+
+
+def _words(text: str, names: list[str]) -> list[int]:
+    """Sorted offsets of the whole-word occurrences of ``names`` (as the regex ``\\bname\\b``)."""
+    offs = []
+    for name in names:
+        n = len(name)
+        for at in find_all(text, name):
+            if not (at and _word(text[at - 1])) and not (at + n < len(text) and _word(text[at + n])):
+                offs.append(at)
+    return sorted(set(offs))
+
+
+def _word(c: str) -> bool:
+    return c.isalnum() or c == "_"
 
 
 def scan_python(text: str, rules: PythonRules) -> tuple[list[Evidence], str | None]:
     """Evidence of CUDA code in a Python source, and a warning message when it cannot be parsed.
 
     Only the statements around candidate lines (those containing a needle from the rules, or a
-    name imported from a CUDA module) are parsed; if one cannot be, the whole file is."""
-    if not any(n in text for n in rules.needles):
+    name imported from a CUDA module) are parsed; a line whose statement cannot be isolated by
+    trying start lines is lexed exactly (Snippets.exact); only if that fails too is the whole
+    file parsed."""
+    pending = _candidates(text, rules)
+    if not pending:
         return [], None
     sn = Snippets(text)
-    f = _Finder(rules, sn)
+    f = Finder(rules, sn)
+    known = memo(rules)
+    sn.parse = lambda src: known.plain(src) if f.aliases else known(src)
     done: set[int] = set()
-    pending = _candidates(text, rules)
     try:
         while pending:
             for line, off in sn.lines_of(pending):
                 if line in done or sn.in_string(off):
                     continue
-                tree, base, first, last = sn.statement(line)
-                done.update(range(first, last + 1))
-                f.visit(tree, base=base)
+                try:
+                    if sn.lexed_at(off) is not None:
+                        raise Unparseable(line)  # inside a long statement: go straight to lexing
+                    unit = sn.statement(line)
+                except Unparseable:
+                    _visit_exact(sn, f, done, pending, line, off)
+                    continue
+                done.update(range(unit.first, unit.last + 1))
+                f.take(unit.tree, unit.base)
             # names imported from CUDA modules are uses wherever they appear
             new = [a for a in f.aliases if a not in f.alias_done]
             f.alias_done.update(new)
-            pending = [m.start() for m in re.finditer(r"\b(?:%s)\b" % "|".join(map(re.escape, new)), text)] if new else []
+            pending = _words(text, new)
     except Unparseable:
         return _scan_whole(text, rules)
     return _evidence(f), None
+
+
+def _visit_exact(sn: Snippets, f: Finder, done: set[int], pending: list[int], line: int, off: int) -> None:
+    """Visit the unit around ``off`` found by lexing. A unit that is a bracket of a long
+    statement may share its first and last lines with code outside it: the candidates there
+    get units of their own."""
+    work, seen = [(line, off)], {off}
+    while work:
+        line, off = work.pop()
+        found = sn.exact(line, off)
+        if found is None:  # in a comment
+            continue
+        unit, span = found
+        f.take(unit.tree, unit.base)
+        done.update(range(unit.first, unit.last + 1))
+        if span is not None:
+            p, q = span
+            lo, hi = sn.line_start(unit.first), sn.line_start(unit.last + 1)
+            for o in pending[bisect_left(pending, lo):bisect_left(pending, hi)]:
+                if not p <= o < q and o not in seen:
+                    seen.add(o)
+                    work.append((sn.line_of(o), o))
 
 
 def _scan_whole(text: str, rules: PythonRules) -> tuple[list[Evidence], str | None]:
@@ -248,12 +160,12 @@ def _scan_whole(text: str, rules: PythonRules) -> tuple[list[Evidence], str | No
     except (SyntaxError, ValueError) as e:
         line = getattr(e, "lineno", None)
         return [], f"not valid Python{f' (line {line})' if line else ''}: {getattr(e, 'msg', e)}"
-    f = _Finder(rules)
+    f = Finder(rules)
     f.visit(tree)
     return _evidence(f), None
 
 
-def _evidence(f: _Finder) -> list[Evidence]:
+def _evidence(f: Finder) -> list[Evidence]:
     out = []
     for rule, lines in f.hits.items():
         detail = f.first[rule] if len(lines) == 1 else f"{f.first[rule]} (and {len(lines) - 1} more lines)"
