@@ -158,9 +158,6 @@ def test_lexer_statements_strings_comments_and_brackets():
 KNOWN_DIFFERENCES = {
     # the branch body starts with a decorated def: ast gives the def line, the scan the decorator
     ("test/test_jit_fuser_te.py", "py-cuda-branch"): ({1358}, set()),
-    # an `if (` test spread over several lines: the candidate line parses alone as an expression
-    ("test/inductor/test_cudagraph_trees_expandable_segments.py", "py-cuda-branch"): (set(), set(range(42, 47))),
-    ("test/test_cuda_expandable_segments.py", "py-cuda-branch"): (set(), set(range(34, 41))),
     # `from torch._C import (\n    _cuda_x,\n)`: the name line parses alone as a tuple
     ("torch/cuda/graphs.py", "py-c-binding"): (set(), {18, 30}),
     ("torch/cuda/memory.py", "py-c-binding"): (set(), {78, 1034, 1043, 1086, 1090, 1091}),
@@ -172,7 +169,7 @@ KNOWN_DIFFERENCES = {
 def test_statement_parsing_equals_whole_file_parsing(pytorch_tree, rules):
     """Over every Python file of the real tree with a candidate, the statement-level scan finds
     exactly the (rule, line) pairs and warnings of parsing the file whole, but for
-    KNOWN_DIFFERENCES (all in files the scan classifies by name, but one line)."""
+    KNOWN_DIFFERENCES (in files the scan classifies by name, but one line)."""
     from tdev.scan.python import _candidates
 
     files, differences = 0, {}

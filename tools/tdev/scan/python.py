@@ -20,6 +20,7 @@ import re
 from bisect import bisect_left
 
 from .model import Evidence, merge_lines
+from .pyfast import Guard, line_hits, neighbours
 from .pyfinder import Finder, memo
 from .pysnippets import Snippets, Unparseable, find_all
 from .rules import PythonRules
@@ -115,6 +116,18 @@ def scan_python(text: str, rules: PythonRules) -> tuple[list[Evidence], str | No
                 if line in done or sn.in_string(off):
                     continue
                 try:
+                    if not f.aliases and _fast(sn, f, rules, pending, line, off):
+                        continue
+                except Guard:  # a guard on a continuation line: parse the line, then its real logical line
+                    try:
+                        unit = sn.statement(line)
+                        done.update(range(unit.first, unit.last + 1))
+                        f.take(unit.tree, unit.base)
+                    except Unparseable:
+                        pass
+                    _visit_exact(sn, f, done, pending, line, off)
+                    continue
+                try:
                     if sn.lexed_at(off) is not None:
                         raise Unparseable(line)  # inside a long statement: go straight to lexing
                     unit = sn.statement(line)
@@ -130,6 +143,24 @@ def scan_python(text: str, rules: PythonRules) -> tuple[list[Evidence], str | No
     except Unparseable:
         return _scan_whole(text, rules)
     return _evidence(f), None
+
+
+def _fast(sn: Snippets, f: Finder, rules: PythonRules, pending: list[int], line: int, off: int) -> bool:
+    """Report the line's hits from its tokens (pyfast.py) when they settle them; False when the
+    line must be parsed. Every hit is on the line itself. Raises pyfast.Guard."""
+    text = sn.lines[line]
+    start = sn.text.rfind("\n", 0, off) + 1
+    cols = [o - start for o in pending[bisect_left(pending, off):bisect_left(pending, start + len(text))]]
+    hits = line_hits(text, cols, rules, *neighbours(sn.lines, line))
+    if hits is None:
+        return False
+    if len(hits) > 1:  # one rule, two details: which comes first is the tree's visiting order
+        seen: dict[str, str] = {}
+        if any(seen.setdefault(r, w) != w and r not in f.first for r, w in hits):
+            return False
+    for rule, what in hits:
+        f.hit(rule, what, line + 1)
+    return True
 
 
 def _visit_exact(sn: Snippets, f: Finder, done: set[int], pending: list[int], line: int, off: int) -> None:
