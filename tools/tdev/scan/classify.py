@@ -31,12 +31,19 @@ def _generic_match(patterns: tuple[str, ...]):
 
 def name_evidence(path: str, rules: NameRules) -> list[Evidence]:
     """Evidence from the path alone (directory names, file name, suffix)."""
-    out: list[Evidence] = []
     dirpart, name = posixpath.split(path)
-    if dirpart:
-        hits = [d for d in dirpart.split("/") if d in rules.dirs]
-        if hits:
-            out.append(Evidence("dir-name", f"directory {hits[-1]!r} in {dirpart}"))
+    return dir_evidence(dirpart, rules) + file_name_evidence(name, rules)
+
+
+def dir_evidence(dirpart: str, rules: NameRules) -> list[Evidence]:
+    """The directory part of name_evidence, for a directory relative to the root ("" for it)."""
+    hits = [d for d in dirpart.split("/") if d in rules.dirs] if dirpart else []
+    return [Evidence("dir-name", f"directory {hits[-1]!r} in {dirpart}")] if hits else []
+
+
+def file_name_evidence(name: str, rules: NameRules) -> list[Evidence]:
+    """The file-name part of name_evidence, for a base name."""
+    out: list[Evidence] = []
     if not _generic_match(rules.generic_files)(name):  # listed generic files skip file-name rules
         for rule, rx in rules.file_patterns.items():
             if rx.search(name):

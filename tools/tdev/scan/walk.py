@@ -24,6 +24,15 @@ def walk_tree(root: Path, skip_dirs: frozenset[str]) -> list[FileEntry]:
     sorted by path. Unreadable directories are skipped silently by design: the caller compares
     against build files, which name what matters."""
     out: list[FileEntry] = []
+    for _, files in walk_dirs(root, skip_dirs):
+        out.extend(files)
+    out.sort(key=lambda f: f.path)
+    return out
+
+
+def walk_dirs(root: Path, skip_dirs: frozenset[str]):
+    """Yield (relative directory with a trailing "/", or "" for the root; its files) for every
+    directory under ``root``, in no particular order (see walk_tree)."""
     stack = [("", str(root))]
     while stack:
         rel, absdir = stack.pop()
@@ -31,6 +40,7 @@ def walk_tree(root: Path, skip_dirs: frozenset[str]) -> list[FileEntry]:
             it = os.scandir(absdir)
         except OSError:
             continue
+        files: list[FileEntry] = []
         with it:
             for e in it:
                 name = e.name
@@ -44,9 +54,8 @@ def walk_tree(root: Path, skip_dirs: frozenset[str]) -> list[FileEntry]:
                     st = e.stat()
                 except OSError:
                     continue
-                out.append(FileEntry(rel + name, st.st_size, st.st_mtime_ns, st.st_ino))
-    out.sort(key=lambda f: f.path)
-    return out
+                files.append(FileEntry(rel + name, st.st_size, st.st_mtime_ns, st.st_ino))
+        yield rel, files
 
 
 def read_version(root: Path) -> str:
