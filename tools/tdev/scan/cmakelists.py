@@ -161,7 +161,7 @@ class _Evaluator:
         if node.branches[-1][0].name != "else":
             results.append(base)
         self.state, self.ctx, self.dirty = dict(base), ctx, outer_dirty | written
-        for k in written:
+        for k in sorted(written):  # a set: sorted, so that facts come in the same order every run
             alts = [r[k] for r in results if k in r]
             if not alts:
                 self.state.pop(k, None)
