@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from tdev.scan import ppexpr
 from tdev.scan.cpp import Region, find_cuda_regions, match_spans, scan_cpp, searchers
+from tdev.scan.cppsearch import NamedSearch
 from tdev.scan.model import Evidence
 from tdev.scan.rules import CppRules, load_rules
 
@@ -97,6 +98,15 @@ def test_fast_search_equals_finditer_on_real_files(pytorch_tree, rules):
         for rule, pattern in rules.cpp.named.items():
             fast = [m.span() for m in match_spans(pattern, searchers(pattern), text)]
             assert fast == [m.span() for m in pattern.finditer(text)], (p, rule)
+        assert_named_search_equals_finditer(rules.cpp.named, text)
+
+
+def assert_named_search_equals_finditer(named, text: str) -> None:
+    """All rules searched together (shared scans) find what each rule's finditer finds."""
+    multiline = {k: re.compile(p.pattern, p.flags | re.M) for k, p in named.items()}
+    got = {rule: [m.span() for m in ms] for rule, ms in NamedSearch(multiline).find(text)}
+    want = {rule: spans for rule, p in multiline.items() if (spans := [m.span() for m in p.finditer(text)])}
+    assert got == want
 
 
 # ---------------------------------------------------------------- tricky syntax
@@ -206,6 +216,26 @@ def test_fast_search_equals_finditer(parts):
     for pattern in RULES.cpp.named.values():
         fast = [m.span() for m in match_spans(pattern, searchers(pattern), text)]
         assert fast == [m.span() for m in pattern.finditer(text)]
+    assert_named_search_equals_finditer(RULES.cpp.named, text)
+
+
+def test_named_search_shares_scans_and_keeps_user_rules_apart():
+    named = {"a": re.compile(r"\bis_cuda\b"), "b": re.compile(r"\bcudaFoo\("), "c": re.compile(r"(?i)cuda_x"),
+             "d": re.compile(r"^#include <cuda\.h>")}
+    search = NamedSearch({k: re.compile(p.pattern, p.flags | re.M) for k, p in named.items()})
+    assert len(search.passes) == 3  # "cu" shared by a and b; c (ignores case) and d (^) alone
+    text = "x = is_cuda;\n#include <cuda.h>\nCUDA_X cudaFoo(1) my_is_cuda\n"
+    assert_named_search_equals_finditer(named, text)
+
+
+@pytest.mark.parametrize("src, gate", [
+    ("#ifdef USE_CUDA\n#endif\n", True), ("#if defined(FOO) && \\\n  defined(USE_ROCM)\n#endif\n", True),
+    ("#define USE_CUDA 1\n#ifdef FOO\n#endif\n", False), ("#else // USE_CUDA\n", False),
+    ("#ifdef USE_CUDA_X\n#endif\n", False), ("#ifdef FOO\nUSE_CUDA\n#endif\n", False)])
+def test_region_gate_needs_a_macro_in_a_condition(src, gate):
+    from tdev.scan.cpp import _macro_re
+
+    assert bool(_macro_re(MACROS).search(src)) is gate
 
 
 # ---------------------------------------------------------------- against the real preprocessor

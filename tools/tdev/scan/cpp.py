@@ -23,20 +23,20 @@ a backslash, and C++14 digit separators followed by a comment on the same line.
 
 Named code. Each ``cpp.named`` rule of rules.yaml is searched over the text (MULTILINE: ``^`` and
 ``$`` anchor at line ends); matches that start inside a ``//`` or ``/* */`` comment are dropped
-(string literals count). Rules whose regex starts
-with ``\\b`` or a ``(?:word|word...)`` group are searched through literal-prefixed helper regexes
-(Python's re only scans fast for a literal prefix); every candidate is re-matched with the rule's
-own regex, so the matches are exactly those of ``pattern.finditer``.
+(string literals count). The rules are searched together in a few literal scans
+(tdev.scan.cppsearch); every candidate is re-matched with the rule's own regex, so the matches
+are exactly those of ``pattern.finditer``. A file is looked at for regions only when one scan
+finds a conditional directive that names a configured macro.
 """
 from __future__ import annotations
 
 import bisect
-import os
 import re
 from dataclasses import dataclass
 from typing import Collection
 
 from tdev.scan import ppexpr
+from tdev.scan.cppsearch import NamedSearch, match_spans, searchers  # noqa: F401  (searchers: API)
 from tdev.scan.model import Evidence, LineRange, merge_lines
 from tdev.scan.rules import CppRules
 
@@ -59,8 +59,9 @@ _MAX_EXPR = 1000  # longer #if expressions are one unknown (keeps the recursive 
 # comments and literals (which may hide comment markers); every alternative starts with a literal
 # character so that re scans for those characters only. S: '.' crosses lines (continuations).
 _LEX = r"""//(?:[^\n\\]+|\\.)*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|"(?:[^"\\\n]+|\\.)*"|'(?:[^'\\\n]|\\.){1,12}'"""
-_NONCODE = re.compile(_LEX, re.S)
-_NONCODE_RAW = re.compile(r'R"([^()\\\s]{0,16})\(.*?\)\1"|' + _LEX, re.S)  # with raw strings
+# split() with these gives [code, token, code, token, ...] ([code, token, delimiter, ...] for RAW)
+_NONCODE = re.compile(f"({_LEX})", re.S)
+_NONCODE_RAW = re.compile(r'(R"([^()\\\s]{0,16})\(.*?\)\2"|' + _LEX + ")", re.S)  # with raw strings
 
 
 class _NonCode:
@@ -71,13 +72,19 @@ class _NonCode:
         self.x: list[tuple[int, int]] = []
         raw = 'R"' in text
         if raw or "/" in text:
-            for m in (_NONCODE_RAW if raw else _NONCODE).finditer(text):
-                kind = m.group(0)[:2]
-                if kind in ("//", "/*"):
-                    self.c.append(m.span())
-                    self.x.append(m.span())
-                elif kind == 'R"' and "\n" in m.group(0):
-                    self.x.append(m.span())
+            parts = (_NONCODE_RAW if raw else _NONCODE).split(text)
+            stride, pos = (3 if raw else 2), 0
+            for i in range(0, len(parts) - 1, stride):  # a loop over split parts: no match objects
+                pos += len(parts[i])
+                tok = parts[i + 1]
+                end = pos + len(tok)
+                kind = tok[:2]
+                if kind == "//" or kind == "/*":
+                    self.c.append((pos, end))
+                    self.x.append((pos, end))
+                elif kind == 'R"' and "\n" in tok:
+                    self.x.append((pos, end))
+                pos = end
         self.cs = [s for s, _ in self.c]
         self.xs = [s for s, _ in self.x]
 
@@ -209,102 +216,25 @@ def _regions(text: str, macros: frozenset[str], noncode: _NonCode | None) -> lis
     return out
 
 
-Finder = tuple[re.Pattern[str], "str | None"]  # a literal-prefixed searcher and its gate
-
-
 @dataclass(frozen=True)
 class _Compiled:
     macros: frozenset[str]
-    macro_re: re.Pattern[str]
-    named: tuple[tuple[str, re.Pattern[str], tuple[Finder, ...]], ...]
+    macro_re: re.Pattern[str]  # a directive whose condition names a macro
+    search: NamedSearch
 
 
 _CACHE: dict[int, tuple[CppRules, _Compiled]] = {}
 _MACRO_CACHE: dict[frozenset[str], re.Pattern[str]] = {}
-_ALTS = re.compile(r"\(\?:(\w+(?:\|\w+)*)\)")
-_LITERAL = re.compile(r"[^\\.^$*+?{}\[\]|()]*")
 
 
 def _macro_re(macros: Collection[str]) -> re.Pattern[str]:
+    """A conditional directive (not #else/#endif) whose logical line, continuations included,
+    names one of ``macros``: one scan answers whether a file can have CUDA regions at all."""
     alts = "|".join(map(re.escape, sorted(macros, key=len, reverse=True)))
-    return re.compile(rf"\b(?:{alts})\b" if alts else r"(?!)")
-
-
-def _literal(src: str) -> str:
-    """The literal text every match of regex ``src`` starts with ('' when unsure)."""
-    lit = _LITERAL.match(src).group(0)
-    return lit[:-1] if src[len(lit):len(lit) + 1] in ("*", "+", "?", "{") else lit
-
-
-def searchers(pattern: re.Pattern[str]) -> tuple[Finder, ...]:
-    """Literal-prefixed regexes that together match wherever ``pattern`` can start a match, each
-    with the literal its matches start with ('' when unsure). ``_gates`` turns the literals into
-    4-character gates shared by several searchers, so that one ``in`` test can skip many scans."""
-    src = pattern.pattern
-    body = src[2:] if src.startswith("\\b") else src
-    m = _ALTS.match(body)
-    if m and body[m.end():m.end() + 1] in ("?", "*", "+", "{"):
-        m = None  # a quantified group: no common literal prefix
-    plain = not pattern.flags & (re.I | re.X) and "|" not in body[m.end() if m else 0:]
-    if not m:
-        return ((re.compile(body, pattern.flags), _literal(body) if plain else ""),)
-    groups: dict[str, list[str]] = {}
-    for alt in m.group(1).split("|"):
-        groups.setdefault(alt[:2], []).append(alt)
-    rest = body[m.end():]
-    out = []
-    for alts in groups.values():
-        pre = os.path.commonprefix(alts)
-        tails = "|".join(re.escape(a[len(pre):]) for a in alts)
-        lit = (pre if len(alts) > 1 else pre + _literal(rest)) if plain else ""
-        out.append((re.compile(re.escape(pre) + (f"(?:{tails})" if len(alts) > 1 else tails) + rest,
-                               pattern.flags), lit))
-    return tuple(out)
-
-
-def _gates(named: list[tuple[str, re.Pattern[str], tuple[Finder, ...]]]):
-    """Replace each searcher's literal by a shared gate: greedily the 4-gram most literals hold."""
-    lits = {id(f): lit for _, _, fs in named for f, lit in fs}
-    gate: dict[int, str | None] = dict.fromkeys(lits)
-    while True:
-        counts: dict[str, set[int]] = {}
-        for k, lit in lits.items():
-            if gate[k] is None:
-                for i in range(len(lit) - 3):
-                    counts.setdefault(lit[i:i + 4], set()).add(k)
-        best = max(counts.items(), key=lambda kv: len(kv[1]), default=(None, ()))
-        if len(best[1]) < 2:
-            break
-        for k in best[1]:
-            gate[k] = best[0]
-    return tuple((rule, p, tuple((f, gate[id(f)]) for f, _ in fs)) for rule, p, fs in named)
-
-
-def match_spans(pattern: re.Pattern[str], finders: tuple[Finder, ...], text: str,
-                gates: dict[str, bool] | None = None):
-    """The matches of ``pattern.finditer(text)``, found through its ``searchers``; ``gates``
-    caches which gate strings occur in ``text``."""
-    starts: set[int] = set()
-    gates = {} if gates is None else gates
-    for f, gate in finders:
-        if gate is not None:
-            ok = gates.get(gate)
-            if ok is None:
-                ok = gates[gate] = gate in text
-            if not ok:
-                continue
-        m = f.search(text)
-        while m is not None:
-            starts.add(m.start())
-            m = f.search(text, m.start() + 1)
-    out, pos = [], 0
-    for s in sorted(starts):
-        if s >= pos:
-            m = pattern.match(text, s)
-            if m is not None:
-                out.append(m)
-                pos = m.end() if m.end() > s else s + 1
-    return out
+    if not alts:
+        return re.compile(r"(?!)")
+    return re.compile(r"#[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef)\b"
+                      rf"(?:[^\n\\]|\\(?!\r?\n)|\\\r?\n)*?\b(?:{alts})\b")
 
 
 def _compiled(rules: CppRules) -> _Compiled:
@@ -313,8 +243,7 @@ def _compiled(rules: CppRules) -> _Compiled:
         return hit[1]
     # MULTILINE: a rule's ^ and $ anchor at line ends, as if each line were searched on its own
     multiline = {k: re.compile(p.pattern, p.flags | re.M) for k, p in rules.named.items()}
-    named = _gates([(k, p, searchers(p)) for k, p in multiline.items()])
-    c = _Compiled(frozenset(rules.macros), _macro_re(rules.macros), named)
+    c = _Compiled(frozenset(rules.macros), _macro_re(rules.macros), NamedSearch(multiline))
     if len(_CACHE) > 64:
         _CACHE.clear()
     _CACHE[id(rules)] = (rules, c)
@@ -332,15 +261,7 @@ def find_cuda_regions(text: str, macros: Collection[str]) -> list[Region]:
 
 def _find(text: str, macros: frozenset[str], macro_re: re.Pattern[str],
           noncode: _NonCode | None) -> list[Region]:
-    for m in _DIRECTIVE.finditer(text):  # any CUDA macro in a condition at all?
-        if m.group(1) in ("else", "endif"):
-            continue
-        e = text.find("\n", m.end())
-        while e > 0 and _continued(text, e):
-            e = text.find("\n", e + 1)
-        if macro_re.search(text, m.end(), e if e >= 0 else len(text)):
-            break
-    else:
+    if not macro_re.search(text):  # no CUDA macro in any condition
         return []
     if noncode is None and ("/*" in text or 'R"' in text):
         noncode = _NonCode(text)
@@ -351,8 +272,7 @@ def scan_cpp(text: str, rules: CppRules) -> list[Evidence]:
     """Evidence for one C/C++/CUDA source: "pp-region" per maximal CUDA region, then one per
     named rule that fires (detail: the first distinct tokens and the count; lines: where)."""
     c = _compiled(rules)
-    gates: dict[str, bool] = {}
-    found = [(k, ms) for k, p, f in c.named if (ms := match_spans(p, f, text, gates))]
+    found = c.search.find(text)
     noncode = _NonCode(text) if found else None
     out = [Evidence("pp-region", f"{r.condition} (lines {r.start}-{r.end})", ((r.start, r.end),))
            for r in _find(text, c.macros, c.macro_re, noncode)]
