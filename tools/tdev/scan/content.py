@@ -14,8 +14,10 @@ from .rules import Rules
 Progress = Callable[[int, int], None]
 Result = tuple[str, tuple[Evidence, ...], "str | None"]  # path, evidence, warning
 # below this many files to read, worker processes cost more than they save
-PARALLEL_MIN_FILES = 200
-BATCH_BYTES = 1 << 20  # work is sent to the workers in batches of about this many bytes
+PARALLEL_MIN_FILES = 32
+# work goes to the workers in batches of about this many bytes: small at first, so that they
+# start while the tree is still being walked, then larger (fewer round trips)
+FIRST_BATCH_BYTES, BATCH_BYTES = 1 << 16, 1 << 20
 
 
 class Job(NamedTuple):
@@ -94,8 +96,8 @@ def _work(batch: list[Job]) -> list[Result]:
 
 class Reader:
     """Takes jobs while the tree is walked and yields results. The first PARALLEL_MIN_FILES jobs
-    are held; with more, ``n_jobs`` worker processes are forked and get batches of about
-    BATCH_BYTES as they come; with fewer, ``results`` scans them in this process."""
+    are held; with more, ``n_jobs`` worker processes are forked and get batches (growing from
+    FIRST_BATCH_BYTES to BATCH_BYTES) as they come; with fewer, ``results`` scans them here."""
 
     def __init__(self, absroot: str, rules: Rules, n_jobs: int, progress: Progress | None) -> None:
         self.absroot, self.rules, self.n_jobs, self.progress = absroot, rules, n_jobs, progress
@@ -104,23 +106,30 @@ class Reader:
         self.held_bytes = 0
         self.sent: list = []  # AsyncResults, in order
         self.total = 0
+        self.batch_bytes = FIRST_BATCH_BYTES
+
+    def start(self) -> None:
+        """Fork the workers now (a cold scan of a big tree: they can import while we walk)."""
+        if self.pool is None and self.n_jobs > 1:
+            import multiprocessing as mp
+
+            ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+            self.pool = ctx.Pool(self.n_jobs, initializer=_init_worker, initargs=(self.absroot, self.rules))
 
     def add(self, job: Job) -> None:
         self.held.append(job)
         self.held_bytes += job.size
         self.total += 1
-        if self.pool is None and self.n_jobs > 1 and self.total >= PARALLEL_MIN_FILES:
-            import multiprocessing as mp
-
-            ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-            self.pool = ctx.Pool(self.n_jobs, initializer=_init_worker, initargs=(self.absroot, self.rules))
-        if self.pool is not None and self.held_bytes >= BATCH_BYTES:
+        if self.pool is None and self.total >= PARALLEL_MIN_FILES:
+            self.start()
+        if self.pool is not None and self.held_bytes >= self.batch_bytes:
             self._send()
 
     def _send(self) -> None:
         if self.held:
             self.sent.append(self.pool.apply_async(_work, (self.held,)))
             self.held, self.held_bytes = [], 0
+            self.batch_bytes = min(BATCH_BYTES, self.batch_bytes * 2)
 
     def results(self) -> Iterator[Result]:
         """Every job's result; the pool is closed when they are all in (or on an error)."""

@@ -19,15 +19,12 @@ import re
 
 from .rules import PythonRules
 
-_TOKEN = re.compile(r"""
-    (?P<s>[rRbBuUfF]{0,2}(?:'[^'\\\n]*'|"[^"\\\n]*"))   # a string without escapes (see _BAIL)
-  | (?P<n>[^\W\d]\w*)
-  | (?P<d>\.?\d[\w.]*)
-  | (?P<o>\.\.\.|[()\[\]{}.,:;@=])
-  | (?P<c>\#.*)
-  | (?P<w>\s+)
-  | (?P<x>.)
-""", re.X)
+# findall of this splits a line into tokens and runs of spaces (the first alternative that
+# matches wins: a string before a name, so ``f"x"`` is one token)
+_TOKEN = re.compile(r"""[rRbBuUfF]{0,2}(?:'[^'\\\n]*'|"[^"\\\n]*")|[^\W\d]\w*|\.?\d[\w.]*|\.\.\.|\#.*|\s+|.""")
+_SPACE = frozenset(" \t\f\v\r")
+_FIRST = dict.fromkeys("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_", "n") | dict.fromkeys(
+    "0123456789", "d") | dict.fromkeys("()[]{}.,:;@=", "o")  # a token's kind by its first character
 _BAIL = re.compile(r"\\|'''|" + '"""')  # an escape or a line continuation, a triple quote
 _STRING_START = re.compile(r"[rRbBuUfF]{0,2}['\"]")
 _QUOTES = ("'", '"')
@@ -43,34 +40,46 @@ class Guard(Exception):
 
 
 class Line:
-    """The tokens of one line: kinds ("s" string, "n" name, "d" number, "o" punctuation,
-    "x" other operator; spaces and the comment dropped), texts and start columns."""
+    """The tokens of one line without spaces and the comment (``texts``), their kinds ("s"
+    string, "n" name, "d" number, "o" punctuation, "x" other) and where the comment starts."""
 
-    __slots__ = ("kinds", "texts", "cols", "comment")
+    __slots__ = ("kinds", "texts", "comment", "_all")
 
     def __init__(self, text: str) -> None:
-        kinds, texts, cols = [], [], []
+        toks = _TOKEN.findall(text)
         self.comment = len(text)
-        for m in _TOKEN.finditer(text):
-            k = m.lastgroup
-            if k == "w":
-                continue
-            if k == "c":
-                self.comment = m.start()
-                break
-            kinds.append(k)
-            texts.append(m.group())
-            cols.append(m.start())
-        self.kinds, self.texts, self.cols = kinds, texts, cols
+        if "#" in text:
+            for k, t in enumerate(toks):
+                if t[0] == "#":
+                    self.comment = sum(map(len, toks[:k]))
+                    del toks[k:]
+                    break
+        self._all = toks
+        self.texts = texts = [t for t in toks if t[0] not in _SPACE]
+        self.kinds = [("s" if len(t) > 1 else "x") if t[-1] in _QUOTES else _FIRST.get(t[0], "x")
+                      for t in texts]
 
     def token_at(self, col: int) -> int:
-        """Index of the token that covers column ``col``, or -1 (a space)."""
-        for i, c in enumerate(self.cols):
-            if c <= col < c + len(self.texts[i]):
-                return i
-            if c > col:
-                break
+        """Index in ``texts`` of the token that covers column ``col``, or -1 (a space)."""
+        at = i = 0
+        for t in self._all:
+            if at + len(t) > col:
+                return -1 if t[0] in _SPACE else i
+            at += len(t)
+            if t[0] not in _SPACE:
+                i += 1
         return -1
+
+    def col(self, i: int) -> int:
+        """Start column of ``texts[i]``."""
+        at = k = 0
+        for t in self._all:
+            if t[0] not in _SPACE:
+                if k == i:
+                    return at
+                k += 1
+            at += len(t)
+        return at
 
     def match(self, i: int) -> int:
         """Index of the opening bracket that matches the closing one at ``i``, or -1."""
@@ -108,11 +117,32 @@ def neighbours(lines: list[str], k: int) -> tuple[str, str]:
     return prev, nxt
 
 
+_KNOWN: dict[tuple, list[Hit] | None | type[Guard]] = {}  # lines repeat: test files share many
+_KNOWN_RULES: list[PythonRules] = []
+
+
 def line_hits(text: str, cols: list[int], rules: PythonRules, prev_code: str, next_code: str) -> list[Hit] | None:
     """The (rule, detail) hits the finder reports on this line, for candidates at ``cols``
     (ascending); or None when the line needs the parser. ``prev_code``: the last character of
     the previous code line, ``next_code`` the first three of the next (for chains and strings
     that may go on). Raises Guard for a branch guard outside an ``if``/``elif`` header."""
+    if not _KNOWN_RULES or _KNOWN_RULES[0] is not rules or len(_KNOWN) > 200_000:
+        _KNOWN.clear()
+        _KNOWN_RULES[:] = [rules]
+    key = (text, *cols, prev_code, next_code)
+    got = _KNOWN.get(key, _KNOWN)
+    if got is _KNOWN:
+        try:
+            got = _line_hits(text, cols, rules, prev_code, next_code)
+        except Guard:
+            got = Guard
+        _KNOWN[key] = got
+    if got is Guard:
+        raise Guard
+    return got
+
+
+def _line_hits(text: str, cols: list[int], rules: PythonRules, prev_code: str, next_code: str) -> list[Hit] | None:
     if prev_code == "\\":
         return None
     ln = Line(text)
@@ -183,7 +213,7 @@ def _string(ln: Line, i: int, col: int, rules: PythonRules, prev_code: str, next
     if "f" in prefix:
         if "{{" in value or "}}" in value:
             return False
-        at = col - ln.cols[i] - q - 1
+        at = col - ln.col(i) - q - 1
         start = value.rfind("}", 0, at) + 1
         if value.rfind("{", 0, at) >= start:
             return False  # inside a replacement field

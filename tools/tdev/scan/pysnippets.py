@@ -16,7 +16,8 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_right
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import add
 from typing import Any, Callable, NamedTuple
 
 from . import pylex
@@ -178,7 +179,7 @@ class Snippets:
     def line_of(self, pos: int) -> int:
         """0-based line of a text offset."""
         if self._starts is None:
-            self._starts = list(accumulate((len(ln) + 1 for ln in self.lines[:-1]), initial=0))
+            self._starts = list(accumulate(map(add, map(len, self.lines[:-1]), repeat(1)), initial=0))
         return bisect_right(self._starts, pos) - 1
 
     def line_start(self, line: int) -> int:

@@ -12,13 +12,17 @@ import os
 import time
 from pathlib import Path
 
-from .buildfiles import BuildEvidence, evaluate_build_files
+from typing import TYPE_CHECKING
+
 from .cache import ScanCache, default_cache_dir
 from .classify import build_evidence, classify, dir_evidence, file_name_evidence, sibling_sources
 from .content import Job, Progress, Reader
 from .model import Evidence, ScanResult, ScanWarning
 from .rules import Rules, load_rules
 from .walk import FileEntry, read_version, walk_dirs
+
+if TYPE_CHECKING:
+    from .buildfiles import BuildEvidence
 
 
 class ScanInputError(ValueError):
@@ -39,6 +43,8 @@ def check_root(root: Path) -> Path:
 def _build_evidence(root: Path, rules: Rules, paths: list[str], cache: ScanCache | None) -> BuildEvidence:
     """Build-file evidence, reused from the cache while the build files it read are unchanged and
     the tree has the same set of paths (globs depend on it)."""
+    from .buildfiles import evaluate_build_files  # imported here: the workers start without it
+
     listing = hashlib.sha256("\0".join(paths).encode()).hexdigest()
     if cache is not None and cache.build is not None:
         idents, ev = cache.build
@@ -74,6 +80,8 @@ def scan(root: str | Path, rules: Rules | None = None, *, jobs: int | None = Non
     names: dict[str, list[Evidence]] = {}
     hits = 0
     reader = Reader(str(root), rules, jobs if jobs is not None else (os.cpu_count() or 1), progress)
+    if cache is None or not cache.files:
+        reader.start()  # a cold scan reads every code file: fork the workers before walking
 
     def lang_of(path: str) -> str | None:
         return "cpp" if path.endswith(rules.cpp.suffixes) else \
