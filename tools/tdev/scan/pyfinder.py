@@ -43,9 +43,6 @@ class Finder:
         self.first: dict[str, str] = {}
         self.aliases: dict[str, str] = {}  # local name -> CUDA module or C binding it stands for
         self.alias_done: set[str] = set()
-        self.dispatch = {ast.Import: self.on_import, ast.ImportFrom: self.on_import_from,
-                         ast.Attribute: self.on_attribute, ast.Name: self.on_name,
-                         ast.Constant: self.on_constant, ast.If: self.on_if}
 
     def hit(self, rule: str, what: str, first: int, last: int | None = None) -> None:
         if self.events is not None:
@@ -62,14 +59,14 @@ class Finder:
 
     def visit(self, tree: ast.AST, base: int = 0) -> None:
         self.base = base
-        get = self.dispatch.get
+        get = _DISPATCH.get
         stack = [tree]
         pop = stack.pop
         node_t, leaf_t = ast.AST, _LEAVES
         while stack:
             node = pop()
             handler = get(type(node))
-            if handler is not None and handler(node):
+            if handler is not None and handler(self, node):
                 continue  # the handler covered the subtree
             # ast.iter_child_nodes, inlined (this loop is the hot path), pushed in reverse so
             # nodes are visited in source order (an import is seen before the uses of its name)
@@ -205,6 +202,13 @@ class Finder:
                 self.branch(ev[1], ev[2] + base, ev[3] + base, ev[4])
             else:
                 self.hit(ev[0], ev[1], ev[2] + base, ev[3] + base)
+
+
+# the node kinds the rules look at (a class-level table: a table of bound methods would make
+# every Finder a reference cycle, freed only by the cyclic collector, which workers turn off)
+_DISPATCH = {ast.Import: Finder.on_import, ast.ImportFrom: Finder.on_import_from,
+             ast.Attribute: Finder.on_attribute, ast.Name: Finder.on_name,
+             ast.Constant: Finder.on_constant, ast.If: Finder.on_if}
 
 
 class Memo:

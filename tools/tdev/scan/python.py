@@ -108,7 +108,8 @@ def scan_python(text: str, rules: PythonRules) -> tuple[list[Evidence], str | No
     sn = Snippets(text)
     f = Finder(rules, sn)
     known = memo(rules)
-    sn.parse = lambda src: known.plain(src) if f.aliases else known(src)
+    aliases = f.aliases  # not f itself: no reference cycle through sn (workers run without gc)
+    sn.parse = lambda src: known.plain(src) if aliases else known(src)
     done: set[int] = set()
     try:
         while pending:
