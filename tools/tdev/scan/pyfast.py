@@ -97,23 +97,31 @@ class Line:
         return -1
 
 
-def neighbours(lines: list[str], k: int) -> tuple[str, str]:
-    """The last character of the code line before line ``k`` and the first three of the one
-    after it ("" at the ends), passing over blank and comment lines."""
+def neighbours(text: str, start: int, end: int) -> tuple[str, str]:
+    """For the line text[start:end]: the last character of the code line before it and the
+    first three of the one after it ("" at the ends), passing over blank and comment lines."""
     prev = nxt = ""
-    for j in range(k - 1, max(-1, k - 20), -1):
-        s = lines[j].strip()
+    b = start - 1
+    while b > 0:
+        a = text.rfind("\n", 0, b) + 1
+        s = text[a:b].strip()
         if s and s[0] != "#":
             if "#" in s:
                 ln = Line(s)
                 s = ln.texts[-1] if ln.texts else s
             prev = s[-1]
             break
-    for j in range(k + 1, min(len(lines), k + 20)):
-        s = lines[j].lstrip()
+        b = a - 1
+    a = end + 1
+    while a < len(text):
+        b = text.find("\n", a)
+        if b < 0:
+            b = len(text)
+        s = text[a:b].lstrip()
         if s and s[0] != "#":
             nxt = s[:3]
             break
+        a = b + 1
     return prev, nxt
 
 

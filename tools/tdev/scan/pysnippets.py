@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_right
+from functools import cached_property
 from itertools import accumulate, repeat
 from operator import add
 from typing import Any, Callable, NamedTuple
@@ -103,10 +104,14 @@ class Snippets:
     def __init__(self, text: str, parse: Callable[[str], Any] = None) -> None:
         self.text = text
         self.parse = parse or parses
-        self.lines = text.split("\n")
         self._strings = self._triple_spans()
         self._starts: list[int] | None = None  # line start offsets, computed when needed
         self._lexed: list[tuple[int, pylex.Statement]] = []  # long statements, by start offset
+
+    @cached_property
+    def lines(self) -> list[str]:
+        """The lines (split only when a statement is parsed: the fast path reads lines in place)."""
+        return self.text.split("\n")
 
     def _triple_spans(self) -> list[tuple[int, int]]:
         text = self.text

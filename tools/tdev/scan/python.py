@@ -149,10 +149,12 @@ def scan_python(text: str, rules: PythonRules) -> tuple[list[Evidence], str | No
 def _fast(sn: Snippets, f: Finder, rules: PythonRules, pending: list[int], line: int, off: int) -> bool:
     """Report the line's hits from its tokens (pyfast.py) when they settle them; False when the
     line must be parsed. Every hit is on the line itself. Raises pyfast.Guard."""
-    text = sn.lines[line]
-    start = sn.text.rfind("\n", 0, off) + 1
-    cols = [o - start for o in pending[bisect_left(pending, off):bisect_left(pending, start + len(text))]]
-    hits = line_hits(text, cols, rules, *neighbours(sn.lines, line))
+    whole = sn.text
+    start = whole.rfind("\n", 0, off) + 1
+    end = whole.find("\n", off)
+    end = len(whole) if end < 0 else end
+    cols = [o - start for o in pending[bisect_left(pending, off):bisect_left(pending, end)]]
+    hits = line_hits(whole[start:end], cols, rules, *neighbours(whole, start, end))
     if hits is None:
         return False
     if len(hits) > 1:  # one rule, two details: which comes first is the tree's visiting order
