@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import posixpath
-from functools import lru_cache
+import re
 
 from .model import Evidence, FileFinding
 from .rules import NameRules
@@ -21,12 +21,47 @@ HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl")
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".mm")
 
 
-@lru_cache(maxsize=4)
-def _generic_match(patterns: tuple[str, ...]):
-    import re
+class _NameMatcher:
+    """The name rules compiled for many calls: the file-name patterns also as one regex that
+    says whether any of them can match (most names match none)."""
 
-    rx = re.compile("|".join(fnmatch.translate(p) for p in patterns)) if patterns else None
-    return (lambda name: rx.match(name) is not None) if rx else (lambda name: False)
+    def __init__(self, rules: NameRules) -> None:
+        self.rules = rules
+        pats = rules.generic_files
+        self.generic = re.compile("|".join(fnmatch.translate(p) for p in pats)).match if pats else None
+        self.any_pattern = _union(list(rules.file_patterns.values()))
+
+
+def _union(patterns: list[re.Pattern[str]]):
+    """``search`` of one regex matching where any of ``patterns`` matches; None when they do not
+    combine (a global flag that cannot become a scoped one)."""
+    parts = []
+    for p in patterns:
+        src, flags = p.pattern, ""
+        m = re.match(r"\(\?([imsx]+)\)", src)
+        if m:
+            src, flags = src[m.end():], m.group(1)
+        elif src.startswith("(?"):
+            if src[2:3] in ("a", "L", "u") or re.match(r"\(\?[aiLmsux]+\)", src):
+                return None
+        extra = "".join(f for f, bit in (("i", re.I), ("m", re.M), ("s", re.S), ("x", re.X))
+                        if p.flags & bit and f not in flags)
+        flags += extra
+        parts.append(f"(?{flags}:{src})" if flags else f"(?:{src})")
+    try:
+        return re.compile("|".join(parts)).search if parts else (lambda name: None)
+    except re.error:
+        return None
+
+
+_MATCHERS: dict[int, _NameMatcher] = {}
+
+
+def _matcher(rules: NameRules) -> _NameMatcher:
+    m = _MATCHERS.get(id(rules))
+    if m is None or m.rules is not rules:
+        m = _MATCHERS[id(rules)] = _NameMatcher(rules)
+    return m
 
 
 def name_evidence(path: str, rules: NameRules) -> list[Evidence]:
@@ -41,11 +76,21 @@ def dir_evidence(dirpart: str, rules: NameRules) -> list[Evidence]:
     return [Evidence("dir-name", f"directory {hits[-1]!r} in {dirpart}")] if hits else []
 
 
+def file_name_evidence_possible(rules: NameRules):
+    """A cheap test of a base name: False means file_name_evidence(name) is empty."""
+    m, suffixes = _matcher(rules), rules.suffixes
+    if m.any_pattern is None:
+        return lambda name: True
+    search = m.any_pattern
+    return lambda name: name.endswith(suffixes) or search(name) is not None
+
+
 def file_name_evidence(name: str, rules: NameRules) -> list[Evidence]:
     """The file-name part of name_evidence, for a base name."""
     out: list[Evidence] = []
-    if not _generic_match(rules.generic_files)(name):  # listed generic files skip file-name rules
-        for rule, rx in rules.file_patterns.items():
+    m = _matcher(rules)
+    if (m.any_pattern is None or m.any_pattern(name)) and not (m.generic and m.generic(name)):
+        for rule, rx in rules.file_patterns.items():  # listed generic files skip file-name rules
             if rx.search(name):
                 out.append(Evidence(rule, f"file name {name!r} matches {rx.pattern!r}"))
                 break

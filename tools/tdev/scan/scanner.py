@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .cache import ScanCache, default_cache_dir
-from .classify import build_evidence, classify, dir_evidence, file_name_evidence, sibling_sources
+from .classify import (build_evidence, classify, dir_evidence, file_name_evidence, file_name_evidence_possible,
+                       sibling_sources)
 from .content import Job, Progress, Reader
-from .model import Evidence, ScanResult, ScanWarning
+from .model import Evidence, FileFinding, ScanResult, ScanWarning
 from .rules import Rules, load_rules
 from .walk import FileEntry, read_version, walk_dirs
 
@@ -83,36 +84,43 @@ def scan(root: str | Path, rules: Rules | None = None, *, jobs: int | None = Non
     if cache is None or not cache.files:
         reader.start()  # a cold scan reads every code file: fork the workers before walking
 
-    def lang_of(path: str) -> str | None:
-        return "cpp" if path.endswith(rules.cpp.suffixes) else \
-            "python" if path.endswith(rules.python.suffixes) else \
-            "cmake" if rules.cmake.matches(path) else None
+    cpp_sfx, py_sfx, cmake = rules.cpp.suffixes, rules.python.suffixes, rules.cmake
+    pending: set[str] = set()  # sent to the reader, not back yet
 
     def select(e: FileEntry) -> None:
         """Hand ``e`` to the reader if it holds code and the cache does not know it."""
         nonlocal hits
-        lang = lang_of(e.path)
+        path = e.path
+        lang = "cpp" if path.endswith(cpp_sfx) else "python" if path.endswith(py_sfx) else \
+            "cmake" if cmake.matches(path) else None
         if lang is None:
             return
-        cached = cache.files.get(e.path) if cache else None
+        cached = cache.files.get(path) if cache else None
         if cached is not None and cached[0] == e.identity:
             hits += 1
-            content[e.path] = cached[1]
+            content[path] = cached[1]
             if cached[2]:
-                warnings.append(ScanWarning(e.path, cached[2]))
+                warnings.append(ScanWarning(path, cached[2]))
         else:
-            reader.add(Job(e.path, lang, e.size))
+            pending.add(path)
+            reader.add(Job(path, lang, e.size))
 
     try:
         # 1. walk; the files no name rule claims go to the reader at once
+        maybe_named = file_name_evidence_possible(rules.names)
         for rel, files in walk_dirs(root, rules.walk.skip_dirs):
             dir_ev = dir_evidence(rel[:-1], rules.names)
+            cut = len(rel)
             for e in files:
-                by_path[e.path] = e
-                ev = names[e.path] = dir_ev + file_name_evidence(e.path[len(rel):], rules.names)
+                path = e.path
+                by_path[path] = e
+                if maybe_named(path[cut:]):
+                    ev = names[path] = dir_ev + file_name_evidence(path[cut:], rules.names)
+                else:
+                    ev = names[path] = dir_ev  # shared, never changed
                 if not ev:
                     select(e)
-        entries = sorted(by_path.values(), key=lambda f: f.path)
+        entries = sorted(by_path.values())  # tuples: by path
         build = _build_evidence(root, rules, [e.path for e in entries], cache)
         verdict = {p: build.is_cuda(p) for p in build.facts}
 
@@ -124,21 +132,27 @@ def scan(root: str | Path, rules: Rules | None = None, *, jobs: int | None = Non
             if names[e.path] and (verdict.get(e.path) is False or (
                     verdict.get(e.path) is None and header_of_cpu_source(e.path))):
                 select(e)
+
+        def finding(path: str) -> FileFinding | None:
+            if not (names[path] or path in content or path in verdict):
+                return None  # generic: nothing names it
+            return classify(path, names[path], verdict.get(path), build_evidence(build.facts.get(path, ())),
+                            list(content.get(path, ())), header_of_cpu_source(path))
+
+        # 3. classify what is known while the workers finish, the rest as it comes back
+        slots = [None if e.path in pending else finding(e.path) for e in entries]
+        where = {e.path: i for i, e in enumerate(entries) if e.path in pending}
         for path, ev, warn in reader.results():
             content[path] = ev
             if warn:
                 warnings.append(ScanWarning(path, warn))
             if cache is not None:
                 cache.files[path] = (by_path[path].identity, ev, warn)
+            slots[where[path]] = finding(path)
     finally:
         reader.close()
 
-    findings = []
-    for e in entries:
-        f = classify(e.path, names[e.path], verdict.get(e.path), build_evidence(build.facts.get(e.path, ())),
-                     list(content.get(e.path, ())), header_of_cpu_source(e.path))
-        if f is not None:
-            findings.append(f)
+    findings = [f for f in slots if f is not None]
     if cache is not None and cache_file is not None and (reader.total or cache.files.keys() - by_path.keys()):
         for gone in cache.files.keys() - by_path.keys():
             del cache.files[gone]
