@@ -80,7 +80,8 @@ def test_vendor_quirks_reach_the_generated_code(generated):
     assert "#include <mcr/mc_runtime.h>" in metax
     assert "if (st == mcErrorNotReady) {" in metax
     assert "mcEventElapsedTime(&out_ms, hal_arg<mcEvent_t>(start), hal_arg<mcEvent_t>(end))" in metax
-    cuda_box = (generated["cuda"].out / "csrc/aten/Boxing.cpp").read_text()
+    cuda_box = "".join((generated["cuda"].out / "csrc/aten" / f).read_text()
+                       for f in ("Boxing.h", "Boxing.cpp"))
     assert "c10::DispatchKey::CUDA" in cuda_box and "adopted without a copy" in cuda_box
     setup = (generated["metax"].out / "setup.py").read_text()
     assert 'SDK_ENV = ["MACA_PATH", ]' in setup and 'LIBRARIES.append("mcruntime")' in setup
@@ -108,15 +109,17 @@ def test_templates_hold_no_vendor_specific_code():
 def test_two_vendors_differ_only_where_their_profiles_do(tmp_path):
     """metax and cuda (both box vendor kernels as CUDA): with the same package and device name,
     only the HAL (and its header's comment), the SDK lookup, the declared API header, the
-    vendor name and description and the default routes differ; every other file is byte for
-    byte the same."""
+    vendor name and description, the default routes and what the profiles' vendor_kernels
+    say differently (cuda: unlisted operators go to the vendor, hot ones unboxed) differ;
+    every other file is byte for byte the same."""
     a = scaffold("metax", out=tmp_path / "a", name="torch_x", device="xdev")
     b = scaffold("cuda", out=tmp_path / "b", name="torch_x", device="xdev")
     api = "csrc/runtime/declared_api/"
     files_a = [f for f in a.files if not f.startswith(api)]
     assert files_a == [f for f in b.files if not f.startswith(api)]
     differ = [f for f in files_a if (a.out / f).read_bytes() != (b.out / f).read_bytes()]
-    assert differ == ["README.md", "csrc/runtime/HAL.cpp", "csrc/runtime/HAL.h", "pyproject.toml",
+    assert differ == ["README.md", "csrc/aten/Fallback.cpp", "csrc/aten/Unboxed.cpp",
+                      "csrc/runtime/HAL.cpp", "csrc/runtime/HAL.h", "pyproject.toml",
                       "setup.py", "torch_x/__init__.py", "torch_x/backends.conf",
                       "torch_x/device/amp.py"]
 

@@ -31,6 +31,8 @@ def test_shipped_vendors_load_with_their_real_runtime_names():
     cuda = load_profile("cuda")
     assert cuda.sdk.env[0] == "CUDA_HOME" and cuda.runtime.not_ready == "cudaErrorNotReady"
     assert cuda.vendor_kernels.dispatch_key == "CUDA" and cuda.vendor_kernels.outputs == "adopt"
+    assert cuda.vendor_kernels.fallback == "vendor" and "add.Tensor" in cuda.vendor_kernels.unboxed
+    assert load_profile("metax").vendor_kernels.fallback == "cpu"  # the default
     assert load_profile("sim").sdk.simulator
 
 
@@ -110,6 +112,9 @@ BAD = [
      "constants.simSuccess.value", "expected an integer"),
     ("vendor_kernels.dispatch_key", "XLA", "vendor_kernels.dispatch_key", "expected one of"),
     ("vendor_kernels.outputs", "adopt", "vendor_kernels.outputs", "needs pointer: device"),
+    ("vendor_kernels.fallback", "gpu", "vendor_kernels.fallback", "expected one of cpu, vendor"),
+    ("vendor_kernels.unboxed", ["mm", "mm>(x); evil(<"], "vendor_kernels.unboxed[1]",
+     "not an operator name"),
     ("amp.lower_precision_fp", ["mm", "mm\"); system(\""], "amp.lower_precision_fp[1]",
      "not an operator name"),
     ("routing", {"mm": "gpu"}, "routing.mm", "expected one of flaggems, vendor, cpu"),

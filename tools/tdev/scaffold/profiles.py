@@ -64,6 +64,8 @@ class VendorKernels:
     pointer: str  # device | host_alias
     outputs: str  # adopt | copy
     sync_stream: bool  # synchronise the current stream before the call
+    fallback: str = "cpu"  # unlisted operators: cpu (boxed CPU fallback) | vendor (boxing)
+    unboxed: tuple[str, ...] = ()  # operators whose vendor route skips the boxed stack
 
 
 @dataclass(frozen=True)
@@ -251,12 +253,15 @@ def _runtime(r: dict, fail, get, section) -> Runtime:
 def _vendor_kernels(d: dict, runtime: Runtime, fail, get, section) -> VendorKernels | None:
     if d.get("vendor_kernels") is None:
         return None
-    s = section("vendor_kernels", {"dispatch_key", "pointer", "outputs", "sync_stream"})
+    s = section("vendor_kernels", {"dispatch_key", "pointer", "outputs", "sync_stream",
+                                   "fallback", "unboxed"})
     vk = VendorKernels(
         dispatch_key=get(_choice(VENDOR_KEYS), "vendor_kernels.dispatch_key", s, "dispatch_key"),
         pointer=get(_choice(("device", "host_alias")), "vendor_kernels.pointer", s, "pointer"),
         outputs=get(_choice(("adopt", "copy")), "vendor_kernels.outputs", s, "outputs"),
-        sync_stream=get(_bool, "vendor_kernels.sync_stream", s, "sync_stream", False))
+        sync_stream=get(_bool, "vendor_kernels.sync_stream", s, "sync_stream", False),
+        fallback=get(_choice(("cpu", "vendor")), "vendor_kernels.fallback", s, "fallback", "cpu"),
+        unboxed=tuple(_list(v.op_name, s.get("unboxed") or [], "vendor_kernels.unboxed", fail)))
     if vk.pointer == "host_alias" and "host_alias" not in runtime.calls:
         raise fail("vendor_kernels.pointer", "host_alias needs runtime.calls.host_alias")
     if vk.outputs == "adopt" and vk.pointer != "device":
