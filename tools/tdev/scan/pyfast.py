@@ -156,7 +156,7 @@ def _line_hits(text: str, cols: list[int], rules: PythonRules, prev_code: str, n
     ln = Line(text)
     if _BAIL.search(text, 0, ln.comment) or "import" in ln.texts or "as" in ln.texts:
         return None
-    if any(k == "x" and t in _QUOTES for k, t in zip(ln.kinds, ln.texts)):
+    if "'" in ln.texts or '"' in ln.texts:
         return None  # a quote that opens no string on this line
     texts = ln.texts
     if texts and (texts[0] in _CONTINUING or ln.kinds[0] == "x" and texts[0] not in "-~*"

@@ -59,20 +59,22 @@ def _candidates(text: str, rules: PythonRules) -> list[int]:
         search = _SEARCH[rules.needles] = _needle_search(rules.needles)
     offs: list[int] = []
     names = set(rules.attributes)
+    ident = _IDENT
     for rx, needles in search:
         for m in rx.finditer(text):
             at = m.start()
-            for n in needles:
+            before = text[at - 1] if at else " "
+            if before not in ident or (before == "_" and (at < 2 or text[at - 2] not in ident)):
+                offs.append(at)  # a name starts here, or after one "_"
+                continue
+            for n in needles:  # inside a longer name: only a name the rules list can match
                 if len(needles) > 1 and not text.startswith(n, at):
                     continue
                 i = at
-                while i and text[i - 1] in _IDENT:
+                while i and text[i - 1] in ident:
                     i -= 1
-                if i == at or text[i:at] == "_":
-                    offs.append(at)
-                    continue
                 j = at + len(n)
-                while j < len(text) and text[j] in _IDENT:
+                while j < len(text) and text[j] in ident:
                     j += 1
                 if text[i:j] in names:
                     offs.append(at)
