@@ -86,6 +86,21 @@ def test_cache_follows_file_changes(mini_tree, tmp_path):
     assert "c10/core/Device.cpp" not in {f.path for f in third.files}
 
 
+def test_workers_and_this_process_read_the_same(mini_tree, monkeypatch):
+    """The same findings whether this process reads everything or shares it with a worker
+    (forced on for a small tree, with one-file batches so that both take some)."""
+    from tdev.scan import content
+
+    for i in range(40):
+        (mini_tree / "torch" / f"m{i}.py").write_text(f"x = torch.ones({i}, device='cuda')\n" * (i % 3))
+    alone = scan(mini_tree, use_cache=False, jobs=1)
+    monkeypatch.setattr(content, "PARALLEL_MIN_FILES", 2)
+    monkeypatch.setattr(content, "FIRST_BATCH_BYTES", 1)
+    shared = scan(mini_tree, use_cache=False, jobs=2)
+    assert [f.to_json() for f in shared.files] == [f.to_json() for f in alone.files]
+    assert shared.warnings == alone.warnings and len(shared.files) > 30
+
+
 def test_user_rules_extend_and_override(mini_tree, tmp_path):
     extra = tmp_path / "extra.yaml"
     extra.write_text("cpp:\n  macros: {extend: [MY_GPU]}\nnames:\n  dirs: [cuda, gpu_only]\n")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
+from collections import deque
 from typing import Callable, Iterator, NamedTuple
 
 from .model import Evidence
@@ -95,62 +97,105 @@ def _work(batch: list[Job]) -> list[Result]:
 
 
 class Reader:
-    """Takes jobs while the tree is walked and yields results. The first PARALLEL_MIN_FILES jobs
-    are held; with more, ``n_jobs`` worker processes are forked and get batches (growing from
-    FIRST_BATCH_BYTES to BATCH_BYTES) as they come; with fewer, ``results`` scans them here."""
+    """Reads and scans the files of the jobs it is given, with ``n_jobs`` readers: this process
+    and ``n_jobs - 1`` forked workers. Jobs come while the tree is walked and are cut into
+    batches (growing from FIRST_BATCH_BYTES to BATCH_BYTES); each worker is kept IN_FLIGHT
+    batches ahead, from a callback as they finish, so that it never waits for the main process.
+    The rest stays queued: ``results`` scans it here (once walking and build files are done)
+    until the queue is empty, then collects the workers'. With fewer than PARALLEL_MIN_FILES
+    jobs no worker is forked."""
+
+    IN_FLIGHT = 2
 
     def __init__(self, absroot: str, rules: Rules, n_jobs: int, progress: Progress | None) -> None:
         self.absroot, self.rules, self.n_jobs, self.progress = absroot, rules, n_jobs, progress
         self.pool = None
-        self.held: list[Job] = []  # not yet sent
-        self.held_bytes = 0
-        self.sent: list = []  # AsyncResults, in order
-        self.total = 0
+        self.lock = threading.Lock()
+        self.queue: deque[list[Job]] = deque()  # batches no reader has taken
+        self.open: list[Job] = []  # the batch being filled
+        self.open_bytes = 0
         self.batch_bytes = FIRST_BATCH_BYTES
+        self.sent: list = []  # AsyncResults, in order
+        self.busy = 0  # batches sent and not finished
+        self.total = 0
 
     def start(self) -> None:
-        """Fork the workers now (a cold scan of a big tree: they can import while we walk)."""
+        """Fork the workers now (a cold scan of a big tree: they import while we walk)."""
         if self.pool is None and self.n_jobs > 1:
             import multiprocessing as mp
 
             ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-            self.pool = ctx.Pool(self.n_jobs, initializer=_init_worker, initargs=(self.absroot, self.rules))
+            self.pool = ctx.Pool(self.n_jobs - 1, initializer=_init_worker, initargs=(self.absroot, self.rules))
 
     def add(self, job: Job) -> None:
-        self.held.append(job)
-        self.held_bytes += job.size
+        self.open.append(job)
+        self.open_bytes += job.size
         self.total += 1
         if self.pool is None and self.total >= PARALLEL_MIN_FILES:
             self.start()
-        if self.pool is not None and self.held_bytes >= self.batch_bytes:
-            self._send()
+        if self.open_bytes >= self.batch_bytes:
+            self._close_batch()
+            self._feed()
 
-    def _send(self) -> None:
-        if self.held:
-            self.sent.append(self.pool.apply_async(_work, (self.held,)))
-            self.held, self.held_bytes = [], 0
+    def _close_batch(self) -> None:
+        if self.open:
+            with self.lock:
+                self.queue.append(self.open)
+            self.open, self.open_bytes = [], 0
             self.batch_bytes = min(BATCH_BYTES, self.batch_bytes * 2)
+
+    def _feed(self, _result=None) -> None:
+        """Send queued batches to idle workers (also the pool's callback when one finishes)."""
+        if self.pool is None:
+            return
+        with self.lock:
+            if _result is not None:
+                self.busy -= 1
+            while self.queue and self.busy < self.IN_FLIGHT * (self.n_jobs - 1):
+                self.busy += 1
+                self.sent.append(self.pool.apply_async(_work, (self.queue.popleft(),), callback=self._feed))
+
+    def _take(self) -> list[Job] | None:
+        with self.lock:
+            return self.queue.popleft() if self.queue else None
 
     def results(self) -> Iterator[Result]:
         """Every job's result; the pool is closed when they are all in (or on an error)."""
+        self._close_batch()
+        with self.lock:  # the tail in small batches: no reader waits long for the last one
+            small = []
+            for batch in self.queue:
+                small.extend(batch[i:i + 16] for i in range(0, len(batch), 16))
+            self.queue = deque(small)
+        self._feed()
         done = 0
-        if self.pool is None:
-            for j in self.held:
-                yield scan_file(self.absroot, j, self.rules)
-                done += 1
-                if self.progress and done % 200 == 0:
-                    self.progress(done, self.total)
-            self.held = []
-            return
-        self._send()
+        collected = 0
+        was_enabled = gc.isenabled()
+        gc.disable()  # as in the workers: parse trees are freed by reference counting
         try:
-            for r in self.sent:
+            while True:
+                batch = self._take()
+                if batch is None:
+                    break
+                for j in batch:
+                    yield scan_file(self.absroot, j, self.rules)
+                done += len(batch)
+                while collected < len(self.sent) and self.sent[collected].ready():
+                    res = self.sent[collected].get()
+                    collected += 1
+                    done += len(res)
+                    yield from res
+                if self.progress:
+                    self.progress(done, self.total)
+            for r in self.sent[collected:]:
                 res = r.get()
-                yield from res
                 done += len(res)
+                yield from res
                 if self.progress:
                     self.progress(done, self.total)
         finally:
+            if was_enabled:
+                gc.enable()
             self.close()
 
     def close(self) -> None:
