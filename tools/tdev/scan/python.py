@@ -119,7 +119,7 @@ def scan_python(text: str, rules: PythonRules) -> tuple[list[Evidence], str | No
                 if line in done or sn.in_string(off):
                     continue
                 try:
-                    if not f.aliases and _fast(sn, f, rules, pending, line, off):
+                    if _fast(sn, f, rules, pending, line, off):
                         continue
                 except Guard:  # a guard on a continuation line: parse the line, then its real logical line
                     try:
@@ -150,11 +150,14 @@ def scan_python(text: str, rules: PythonRules) -> tuple[list[Evidence], str | No
 
 def _fast(sn: Snippets, f: Finder, rules: PythonRules, pending: list[int], line: int, off: int) -> bool:
     """Report the line's hits from its tokens (pyfast.py) when they settle them; False when the
-    line must be parsed. Every hit is on the line itself. Raises pyfast.Guard."""
+    line must be parsed (also when it names an alias of a CUDA module: only the tree tells a use
+    from an assignment). Every hit is on the line itself. Raises pyfast.Guard."""
     whole = sn.text
     start = whole.rfind("\n", 0, off) + 1
     end = whole.find("\n", off)
     end = len(whole) if end < 0 else end
+    if f.aliases and _words(whole[start:end], list(f.aliases)):
+        return False
     cols = [o - start for o in pending[bisect_left(pending, off):bisect_left(pending, end)]]
     hits = line_hits(whole[start:end], cols, rules, *neighbours(whole, start, end))
     if hits is None:
