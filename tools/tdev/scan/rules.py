@@ -150,9 +150,17 @@ def _build(raw: dict[str, Any], where: str) -> Rules:
     return rules
 
 
+# libyaml's loader when PyYAML has it: the same documents, ten times faster (every scan loads rules)
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _load_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_Loader)
+
+
 def shipped_raw() -> dict[str, Any]:
     text = resources.files("tdev.data").joinpath("rules.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return _load_yaml(text)
 
 
 def load_rules(user_file: str | Path | None = None) -> Rules:
@@ -162,7 +170,7 @@ def load_rules(user_file: str | Path | None = None) -> Rules:
     if user_file is not None:
         path = Path(user_file)
         try:
-            over = yaml.safe_load(path.read_text(encoding="utf-8"))
+            over = _load_yaml(path.read_text(encoding="utf-8"))
         except OSError as e:
             raise RulesError(f"{path}: cannot read rules file ({e.strerror})") from None
         except yaml.YAMLError as e:
