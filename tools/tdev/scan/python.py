@@ -8,10 +8,11 @@ Rules (names cited in evidence):
   py-cuda-attribute  ``x.is_cuda``, ``x.cuda()``
   py-cuda-branch     the body guarded by ``if torch.cuda.is_available():`` (or the else of ``if not ...``)
 
-Only the statements around candidate lines are parsed (see pysnippets.py): found by trying start
-lines, or where that fails by lexing (pylex.py); a file where neither works is parsed whole.
-Either way every finding comes from a real parse tree (pyfinder.py walks it), and identical
-statements are parsed once per process (pyfinder.Memo).
+Files are not parsed whole. A candidate line is decided from its tokens when they settle what
+the parse tree would give (pyfast.py), else the statement around it is parsed: found by trying
+start lines (pysnippets.py), or where that fails by lexing (pylex.py); identical statements are
+parsed once per process (pyfinder.Memo, which walks the trees). A file where none of this works
+is parsed whole (and a syntax error there is a warning).
 """
 from __future__ import annotations
 
@@ -100,10 +101,9 @@ def _word(c: str) -> bool:
 def scan_python(text: str, rules: PythonRules) -> tuple[list[Evidence], str | None]:
     """Evidence of CUDA code in a Python source, and a warning message when it cannot be parsed.
 
-    Only the statements around candidate lines (those containing a needle from the rules, or a
-    name imported from a CUDA module) are parsed; a line whose statement cannot be isolated by
-    trying start lines is lexed exactly (Snippets.exact); only if that fails too is the whole
-    file parsed."""
+    Only candidate lines are looked at (those with a needle from the rules, then those that name
+    an alias of a CUDA module), each by ``_visit_line``; the whole file is parsed only when one
+    of them cannot be."""
     pending = _candidates(text, rules)
     if not pending:
         return [], None
@@ -112,33 +112,12 @@ def scan_python(text: str, rules: PythonRules) -> tuple[list[Evidence], str | No
     known = memo(rules)
     aliases = f.aliases  # not f itself: no reference cycle through sn (workers run without gc)
     sn.parse = lambda src: known.plain(src) if aliases else known(src)
-    done: set[int] = set()
+    done: set[int] = set()  # lines of the statements parsed so far
     try:
         while pending:
             for line, off in sn.lines_of(pending):
-                if line in done or sn.in_string(off):
-                    continue
-                try:
-                    if _fast(sn, f, rules, pending, line, off):
-                        continue
-                except Guard:  # a guard on a continuation line: parse the line, then its real logical line
-                    try:
-                        unit = sn.statement(line)
-                        done.update(range(unit.first, unit.last + 1))
-                        f.take(unit.tree, unit.base)
-                    except Unparseable:
-                        pass
-                    _visit_exact(sn, f, done, pending, line, off)
-                    continue
-                try:
-                    if sn.lexed_at(off) is not None:
-                        raise Unparseable(line)  # inside a long statement: go straight to lexing
-                    unit = sn.statement(line)
-                except Unparseable:
-                    _visit_exact(sn, f, done, pending, line, off)
-                    continue
-                done.update(range(unit.first, unit.last + 1))
-                f.take(unit.tree, unit.base)
+                if line not in done and not sn.in_string(off):
+                    _visit_line(sn, f, rules, done, pending, line, off)
             # names imported from CUDA modules are uses wherever they appear
             new = [a for a in f.aliases if a not in f.alias_done]
             f.alias_done.update(new)
@@ -146,6 +125,30 @@ def scan_python(text: str, rules: PythonRules) -> tuple[list[Evidence], str | No
     except Unparseable:
         return _scan_whole(text, rules)
     return _evidence(f), None
+
+
+def _visit_line(sn: Snippets, f: Finder, rules: PythonRules, done: set[int], pending: list[int],
+                line: int, off: int) -> None:
+    """The findings of one candidate line (first candidate at ``off``): from its tokens when
+    they settle them (pyfast.py), else from its statement, found by trying start lines, else
+    from its logical line, found by lexing. A branch guard on a continuation line gets both of
+    the last two (the line alone, then the ``if`` it belongs to). Raises Unparseable."""
+    try:
+        if _fast(sn, f, rules, pending, line, off):
+            return
+        guard = False
+    except Guard:
+        guard = True
+    if guard or sn.lexed_at(off) is None:  # inside a long statement lexed before: lex
+        try:
+            unit = sn.statement(line)
+            done.update(range(unit.first, unit.last + 1))
+            f.take(unit.tree, unit.base)
+            if not guard:
+                return
+        except Unparseable:
+            pass
+    _visit_exact(sn, f, done, pending, line, off)
 
 
 def _fast(sn: Snippets, f: Finder, rules: PythonRules, pending: list[int], line: int, off: int) -> bool:
