@@ -51,7 +51,7 @@ def read_text(path: str, size: int, max_bytes: int) -> tuple[str | None, str | N
         os.close(fd)
     if len(data) > max_bytes:
         return None, f"larger than {max_bytes} bytes; not read"
-    if b"\0" in data[:8192]:
+    if data.find(b"\0", 0, 8192) >= 0:
         return None, "binary content in a source file; not read"
     try:
         return data.decode("utf-8"), None
@@ -60,7 +60,7 @@ def read_text(path: str, size: int, max_bytes: int) -> tuple[str | None, str | N
 
 
 def scan_file(absroot: str, job: Job, rules: Rules) -> Result:
-    text, warning = read_text(os.path.join(absroot, job.path), job.size, rules.walk.max_file_bytes)
+    text, warning = read_text(f"{absroot}/{job.path}", job.size, rules.walk.max_file_bytes)
     if text is None:
         return job.path, (), warning
     if job.lang == "cpp":
