@@ -39,6 +39,22 @@ class Guard(Exception):
     a continuation line of a multi-line ``if (...)`` test. Its logical line must be parsed."""
 
 
+class _Kinds:
+    """The kinds of a line's tokens, worked out when asked for (a line needs a few of them)."""
+
+    __slots__ = ("texts",)
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def __getitem__(self, i: int) -> str:
+        t = self.texts[i]
+        return ("s" if len(t) > 1 else "x") if t[-1] in _QUOTES else _FIRST.get(t[0], "x")
+
+
 class Line:
     """The tokens of one line without spaces and the comment (``texts``), their kinds ("s"
     string, "n" name, "d" number, "o" punctuation, "x" other) and where the comment starts."""
@@ -56,8 +72,7 @@ class Line:
                     break
         self._all = toks
         self.texts = texts = [t for t in toks if t[0] not in _SPACE]
-        self.kinds = [("s" if len(t) > 1 else "x") if t[-1] in _QUOTES else _FIRST.get(t[0], "x")
-                      for t in texts]
+        self.kinds = _Kinds(texts)
 
     def token_at(self, col: int) -> int:
         """Index in ``texts`` of the token that covers column ``col``, or -1 (a space)."""
