@@ -1,0 +1,100 @@
+"""Host time per call of small operators through a device package's vendor route, against the
+same operators on the reference device (torch.cuda for the cuda package), in one run.
+
+  add 1K       torch.add of two 1024-element float32 tensors
+  mul 1K       torch.mul, same inputs
+  view+copy    out.view(32, 32).copy_(a.view(32, 32)) (a device-to-device copy)
+  add_ 1K      in place, a.add_(b)
+  view 1K      a.view(32, 32): no kernel, the device's own operator (the dispatch baseline)
+
+A round times --calls back-to-back calls on each device in turn (host time per call, the
+device synchronised before and after, outside the timed region); the figures are medians over
+--repeat rounds, and "added" is the median of the per-round differences plugin - native (the
+two measured back to back, so drift of the host's speed between rounds cancels). Target: the
+vendor route adds <= 2 us per call to add 1K (exit 1 when missed). Run with the Python that has the package installed:
+
+    python benchmarks/bench_route_overhead.py --package torch_nvgpu [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import statistics
+import sys
+
+import torch
+
+from tdev.route.timing import host_us_per_call, synchronizer
+
+TARGET_US = 2.0
+
+
+def cases(device: str) -> dict:
+    g = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(1024, generator=g).to(device) for _ in range(2))
+    out = torch.empty(1024, device=device)
+    return {
+        "add 1K": lambda: torch.add(a, b),
+        "mul 1K": lambda: torch.mul(a, b),
+        "view+copy 1K": lambda: out.view(32, 32).copy_(a.view(32, 32)),
+        "add_ 1K": lambda: a.add_(b),
+        "view 1K": lambda: a.view(32, 32),  # no kernel: the dispatch cost of the device itself
+    }
+
+
+def measure(package: str, calls: int, repeat: int) -> dict:
+    pkg = importlib.import_module(package)
+    importlib.import_module(f"{package}.testing")
+    devices = {"native": pkg.testing.reference_device(), "plugin": pkg.DEVICE}
+    fns = {k: cases(d) for k, d in devices.items()}
+    syncs = {k: synchronizer(torch.device(d)) for k, d in devices.items()}
+    samples: dict = {(c, k): [] for c in fns["plugin"] for k in devices}
+    for c in fns["plugin"]:  # warm-up: allocator caches, kernels loaded
+        for k in devices:
+            host_us_per_call(fns[k][c], calls, syncs[k])
+    for _ in range(repeat):
+        for c in fns["plugin"]:
+            for k in devices:
+                samples[(c, k)].append(host_us_per_call(fns[k][c], calls, syncs[k]))
+    rows = {}
+    for c in fns["plugin"]:
+        ns, ps = samples[(c, "native")], samples[(c, "plugin")]
+        native, plugin = statistics.median(ns), statistics.median(ps)
+        rows[c] = {"native_us": native, "plugin_us": plugin, "native_min_us": min(ns),
+                   "plugin_min_us": min(ps),
+                   "added_us": statistics.median(p - n for n, p in zip(ns, ps)),
+                   "ratio": plugin / native, "native_samples": ns, "plugin_samples": ps}
+    return {"package": package, "devices": devices, "torch": torch.__version__,
+            "calls": calls, "repeat": repeat, "rows": rows}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--package", default="torch_nvgpu", help="the generated package")
+    ap.add_argument("--calls", type=int, default=1000, help="calls per timed round")
+    ap.add_argument("--repeat", type=int, default=31, help="rounds per device (median)")
+    ap.add_argument("--json", help="also write the figures here")
+    args = ap.parse_args()
+    result = measure(args.package, args.calls, args.repeat)
+    d = result["devices"]
+    print(f"host us per call, median of {args.repeat} rounds of {args.calls} calls "
+          f"({d['plugin']} vs {d['native']}, torch {result['torch']})")
+    print(f"{'op':<14}{d['native'] + ' us':>12}{d['plugin'] + ' us':>12}{'added us':>10}"
+          f"{'ratio':>8}{'min ' + d['native']:>12}{'min ' + d['plugin']:>12}")
+    for name, r in result["rows"].items():
+        print(f"{name:<14}{r['native_us']:>12.2f}{r['plugin_us']:>12.2f}{r['added_us']:>10.2f}"
+              f"{r['ratio']:>8.2f}{r['native_min_us']:>12.2f}{r['plugin_min_us']:>12.2f}")
+    added = result["rows"]["add 1K"]["added_us"]
+    ok = added <= TARGET_US
+    print(f"target: the vendor route adds <= {TARGET_US:.1f} us to add 1K: "
+          f"{'met' if ok else 'MISSED'} ({added:.2f} us)")
+    result["target_met"] = ok
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(result, fh, indent=1)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

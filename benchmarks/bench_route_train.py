@@ -1,0 +1,96 @@
+"""Training step time of a transformer on a device package against the same model on the
+reference device (torch.cuda for the cuda package), in one run, and whether the losses match.
+
+The model is PKG.testing.TinyTransformer (random init, no downloads), trained with AdamW under
+bf16 autocast on the same batches from the same initial weights on both devices
+(PKG.testing.run_training; the reference in a fresh interpreter, as torch cannot run a CUDA
+backward pass where a PrivateUse1 backend is registered). Routes:
+the package's backends.conf, or --conf FILE, or --record-tune: record the model step's
+operator calls (tdev route record), tune them (tdev route tune, the --max-cases most frequent)
+and apply the result. Figures: median step time (wall clock, device synchronised by
+loss.item()) after --warmup steps, the ratio plugin / native, the largest relative loss gap.
+
+    python benchmarks/bench_route_train.py --package torch_nvgpu --record-tune --json t.json
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import statistics
+import sys
+
+import torch
+
+from tdev.route.record import record
+from tdev.route.tune import load_package, tune, write_conf
+
+LOSS_RTOL = 2e-2  # bf16 autocast; FlagGems kernels may round differently from torch's
+
+
+def apply_conf(pkg, path) -> dict:
+    routes = pkg.routing.read_config(path)
+    for r in routes.values():
+        pkg.routing.set_route(r.op, r.backend, r.source)
+    return {op: r.backend for op, r in routes.items()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--package", default="torch_nvgpu")
+    ap.add_argument("--conf", help="apply this backends.conf first")
+    ap.add_argument("--record-tune", action="store_true", help="record, tune, apply (see doc)")
+    ap.add_argument("--max-cases", type=int, default=30)
+    ap.add_argument("--out", default="model-tuned.conf", help="where --record-tune writes")
+    ap.add_argument("--steps", type=int, default=23)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--dim", type=int, default=512)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--seq", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--vocab", type=int, default=8192)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    pkg = load_package(args.package)
+    importlib.import_module(f"{args.package}.testing")
+    ref = pkg.testing.reference_device()
+    config = dict(model=dict(vocab=args.vocab, dim=args.dim, heads=max(1, args.dim // 64),
+                             layers=args.layers),
+                  steps=args.steps, batch=args.batch, seq=args.seq, autocast_dtype="bfloat16")
+    report: dict = {"package": args.package, "torch": torch.__version__, "devices": [pkg.DEVICE, ref],
+                    "model": {k: getattr(args, k) for k in ("dim", "layers", "seq", "batch", "vocab")}}
+    if args.conf:
+        report["routes"] = apply_conf(pkg, args.conf)
+    if args.record_tune:
+        rec = record(lambda: pkg.testing.run_training(pkg.DEVICE, **dict(config, steps=1)),
+                     pkg.DEVICE, tuple(pkg.routing.CORE_OPS))
+        cases = rec.cases[:args.max_cases]
+        result = tune(args.package, cases, ("vendor", "flaggems"), repeat=10, rounds=2)
+        write_conf(result, args.out)
+        report["routes"] = apply_conf(pkg, args.out)
+        report["tuned"] = {c.op: {"backend": c.backend, "totals_us": c.totals_us}
+                           for c in result.choices}
+        print(f"recorded {sum(c.calls for c in rec.cases)} calls ({len(rec.cases)} cases), tuned "
+              f"the {len(cases)} most frequent: " + ", ".join(
+                  f"{c.op}={c.backend}" for c in result.choices))
+    native = pkg.testing.run_training_isolated(ref, **config)
+    plugin = pkg.testing.run_training(pkg.DEVICE, **config)
+    native_losses, plugin_losses = native["losses"], plugin["losses"]
+    native_ms = statistics.median(native["step_ms"][args.warmup:])
+    plugin_ms = statistics.median(plugin["step_ms"][args.warmup:])
+    gap = max(abs(a - b) / abs(b) for a, b in zip(plugin_losses, native_losses))
+    report.update(native_ms=native_ms, plugin_ms=plugin_ms, ratio=plugin_ms / native_ms,
+                  native_losses=native_losses, plugin_losses=plugin_losses, max_rel_loss_gap=gap)
+    print(f"step time (median of {args.steps - args.warmup}): {ref} {native_ms:.2f} ms, "
+          f"{pkg.DEVICE} {plugin_ms:.2f} ms, ratio {plugin_ms / native_ms:.3f}")
+    print(f"losses: first {native_losses[0]:.4f} / {plugin_losses[0]:.4f}, last "
+          f"{native_losses[-1]:.4f} / {plugin_losses[-1]:.4f}, largest relative gap {gap:.2e} "
+          f"({'match' if gap <= LOSS_RTOL else 'DIFFER'}, tolerance {LOSS_RTOL})")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(report, fh, indent=1)
+    return 0 if gap <= LOSS_RTOL else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
