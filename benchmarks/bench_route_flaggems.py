@@ -20,7 +20,7 @@ import torch
 
 from tdev.route.cases import aten_overload, load_cases, make_args
 from tdev.route.timing import DeviceClock
-from tdev.route.tune import load_package
+from tdev.route.tune import load_package, routes_restored
 
 
 def main() -> int:
@@ -35,36 +35,36 @@ def main() -> int:
     ref = torch.device(testing.reference_device())
     dev = torch.device(pkg.DEVICE, 0)
     routing = pkg.routing
-    saved = routing.current_routes()
     ref_clock, dev_clock = DeviceClock(ref), DeviceClock(dev)
     rows = []
     print(f"us per call, median of {args.repeat} event-timed batches ({dev} vs {ref}, "
           f"torch {torch.__version__})")
-    print("| op | inputs | flaggems direct | flaggems route | route - direct | native | vendor route |")
+    print("| op | inputs | flaggems direct | flaggems route | route - direct | native | "
+          "vendor route |")
     print("|---|---|---|---|---|---|---|")
-    for i, case in enumerate(load_cases(args.shapes)):
-        kernels = routing.flaggems_kernels([case.op]) or {}
-        if case.op not in kernels:
-            continue
-        op = aten_overload(case.op)
-        ref_args, ref_kwargs = make_args(case, ref, torch.Generator().manual_seed(i))
-        dev_args, dev_kwargs = make_args(case, dev, torch.Generator().manual_seed(i))
-        t = {"flaggems direct": ref_clock.measure(lambda: kernels[case.op](*ref_args, **ref_kwargs),
-                                                  repeat=args.repeat),
-             "native": ref_clock.measure(lambda: op(*ref_args, **ref_kwargs), repeat=args.repeat)}
-        for backend, name in (("flaggems", "flaggems route"), ("vendor", "vendor route")):
-            routing.set_route(case.op, backend, "bench_route_flaggems")
-            t[name] = dev_clock.measure(lambda: op(*dev_args, **dev_kwargs), repeat=args.repeat)
-        us = {k: v.median_us for k, v in t.items()}
-        rows.append({"op": case.op, "case": case.label, **us})
-        print(f"| {case.op} | {case.label} | {us['flaggems direct']:.1f} | "
-              f"{us['flaggems route']:.1f} | {us['flaggems route'] - us['flaggems direct']:.1f} | "
-              f"{us['native']:.1f} | {us['vendor route']:.1f} |")
-    for op in {r["op"] for r in rows}:
-        if op in saved:
-            routing.set_route(op, saved[op].backend, saved[op].source)
-        else:
-            routing.clear_route(op)
+    with routes_restored(routing):
+        for i, case in enumerate(load_cases(args.shapes)):
+            kernels = routing.flaggems_kernels([case.op]) or {}
+            if case.op not in kernels:
+                continue
+            op = aten_overload(case.op)
+            ref_args, ref_kwargs = make_args(case, ref, torch.Generator().manual_seed(i))
+            dev_args, dev_kwargs = make_args(case, dev, torch.Generator().manual_seed(i))
+            direct = kernels[case.op]
+            t = {"flaggems direct": ref_clock.measure(lambda: direct(*ref_args, **ref_kwargs),
+                                                      repeat=args.repeat),
+                 "native": ref_clock.measure(lambda: op(*ref_args, **ref_kwargs),
+                                             repeat=args.repeat)}
+            for backend, name in (("flaggems", "flaggems route"), ("vendor", "vendor route")):
+                routing.set_route(case.op, backend, "bench_route_flaggems")
+                t[name] = dev_clock.measure(lambda: op(*dev_args, **dev_kwargs),
+                                            repeat=args.repeat)
+            us = {k: v.median_us for k, v in t.items()}
+            rows.append({"op": case.op, "case": case.label, **us})
+            cost = us["flaggems route"] - us["flaggems direct"]
+            print(f"| {case.op} | {case.label} | {us['flaggems direct']:.1f} | "
+                  f"{us['flaggems route']:.1f} | {cost:.1f} | {us['native']:.1f} | "
+                  f"{us['vendor route']:.1f} |")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump({"devices": [str(dev), str(ref)], "torch": torch.__version__, "rows": rows},

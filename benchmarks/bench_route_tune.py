@@ -23,7 +23,7 @@ import torch
 from tdev.route.cases import aten_overload, load_cases, make_args
 from tdev.route.report import format_table, notes
 from tdev.route.timing import DeviceClock
-from tdev.route.tune import load_package, tune, write_conf
+from tdev.route.tune import load_package, routes_restored, tune, write_conf
 
 TARGET = 1.05
 
@@ -34,11 +34,10 @@ def check(package: str, result, conf_path, repeat: int, rounds: int = 3) -> list
     from the same conditions."""
     pkg = load_package(package)
     routing = pkg.routing
-    saved = routing.current_routes()
     tuned = routing.read_config(conf_path)
     clock = DeviceClock(torch.device(result.device), method=result.timer)
     rows = []
-    try:
+    with routes_restored(routing):
         cases = list(dict.fromkeys(m.case for m in result.measurements))
         for i, case in enumerate(cases):
             fn = aten_overload(case.op)
@@ -58,12 +57,6 @@ def check(package: str, result, conf_path, repeat: int, rounds: int = 3) -> list
                          "route": tuned[case.op].backend, "tuned_us": med["tuned"],
                          "measured_us": {b: med[b] for b in backends}, "best_us": best,
                          "ratio": med["tuned"] / best})
-    finally:
-        for op in tuned:
-            if op in saved:
-                routing.set_route(op, saved[op].backend, saved[op].source)
-            else:
-                routing.clear_route(op)
     return rows
 
 

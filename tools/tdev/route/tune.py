@@ -13,6 +13,7 @@ with the reason and not chosen. The routes the package had are restored afterwar
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import statistics
 import time
@@ -95,6 +96,21 @@ class TuneResult:
         return "\n".join(lines) + "\n"
 
 
+@contextlib.contextmanager
+def routes_restored(routing):
+    """Puts a package's routes back as they were (what each asked for) on leaving the block."""
+    saved = routing.current_routes()
+    try:
+        yield
+    finally:
+        now = routing.current_routes()
+        for op in set(saved) | set(now):
+            if op not in saved:
+                routing.clear_route(op)
+            elif now.get(op) != saved[op]:
+                routing.set_route(op, saved[op].requested, saved[op].source)
+
+
 def load_package(package: str):
     try:
         pkg = importlib.import_module(package)
@@ -123,9 +139,8 @@ def tune(package: str, cases: list[Case], backends: tuple[str, ...] = ("vendor",
     clock = DeviceClock(device, method=timer, batch_ms=batch_ms)
     result = TuneResult(package, str(device), torch.__version__, clock.method, repeat)
     routing = pkg.routing
-    saved = routing.current_routes()
     available = {op: routing.available_backends(op) for op in dict.fromkeys(c.op for c in cases)}
-    try:
+    with routes_restored(routing):
         for i, case in enumerate(cases):
             args = make_args(case, device, torch.Generator().manual_seed(i))
             for m in _measure_case(routing, case, backends, available[case.op], args, clock,
@@ -133,12 +148,6 @@ def tune(package: str, cases: list[Case], backends: tuple[str, ...] = ("vendor",
                 result.measurements.append(m)
                 if progress:
                     progress(m)
-    finally:
-        for op in available:
-            if op in saved:
-                routing.set_route(op, saved[op].backend, saved[op].source)
-            else:
-                routing.clear_route(op)
     result.choices = [choose(op, [m for m in result.measurements if m.case.op == op])
                       for op in available]
     return result
