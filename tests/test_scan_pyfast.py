@@ -85,7 +85,14 @@ def test_neighbouring_lines_that_continue_a_chain_or_a_string(rules):
     assert line_hits(line, cols(line, rules), rules.python, "\\", "") is None
 
 
-@pytest.mark.parametrize("line", ["    torch.cuda.is_available()", "return {'n': torch.cuda.device_count()}"])
-def test_a_guard_outside_an_if_header_raises(line, rules):
+@pytest.mark.parametrize("line", ["    torch.cuda.is_available()", "    not torch.cuda.is_available()"])
+def test_a_guard_that_may_be_an_if_test_raises(line, rules):
     with pytest.raises(Guard):
         line_hits(line, cols(line, rules), rules.python, "(", "and")
+
+
+@pytest.mark.parametrize("line", ["return {'n': torch.cuda.device_count()}",
+                                  "@unittest.skipIf(not torch.cuda.is_available(), 'no cuda')",
+                                  "device = 'cuda' if torch.cuda.is_available() else 'cpu'"])
+def test_a_guard_that_cannot_be_an_if_test_is_settled(line, rules):
+    assert sorted(line_hits(line, cols(line, rules), rules.python, "(", "")) == parsed(line, rules)

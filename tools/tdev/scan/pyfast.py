@@ -10,7 +10,8 @@ device-string rule. A line is left to the parser (None) whenever its tokens do n
 imports and ``as`` (aliases), escapes and triple quotes, adjacent strings (implicit
 concatenation), continuation lines, a primary or chain that may go on over the line's ends, a
 candidate inside an f-string's replacement field, a branch guard in an ``if`` header. A guard
-anywhere else raises Guard: it may be the test of an ``if (`` spread over lines.
+outside a statement that cannot be an ``if``'s test (a decorator, ``return``, ``x = ...``)
+raises Guard: it may be the test of an ``if (`` spread over lines.
 tests/test_scan_python.py checks the result against whole-file parsing over the real tree.
 """
 from __future__ import annotations
@@ -30,6 +31,7 @@ _STRING_START = re.compile(r"[rRbBuUfF]{0,2}['\"]")
 _QUOTES = ("'", '"')
 # tokens that cannot begin a statement: a line starting with one goes on from the line above
 _CONTINUING = frozenset(["and", "or", "in", "is", ".", ",", ":", "=", ")", "]", "}"])
+_STATEMENTS = frozenset(["@", "return", "assert", "raise", "del", "with", "while", "for", "global", "nonlocal"])
 _HEADERS = frozenset(["if", "elif", "else", "for", "while", "with", "except"])  # without ":", continuing
 Hit = tuple[str, str]  # rule, detail
 
@@ -293,17 +295,20 @@ def _primary(ln: Line, i: int, rules: PythonRules, prev_code: str, next_code: st
     if dot(end + 1) or (end + 1 == len(texts) and next_code.startswith(".")):
         return None  # the chain goes on past this line or into something else
     head = texts[pos:i:2] if pure else []
-    return list(range(i, end + 1, 2)), _attributes(head, texts[i:end + 1:2], pure, dot(i - 1), rules)
+    # a guard in a statement that cannot be (part of) an if's test: a decorator, "return x",
+    # "y = x"... (a keyword argument "y=x" of a call in a test is not the test either)
+    top = not (texts[0] in _STATEMENTS or len(texts) > 2 and texts[1] == "=" and texts[2] != "=")
+    return list(range(i, end + 1, 2)), _attributes(head, texts[i:end + 1:2], pure, dot(i - 1), rules, top)
 
 
 def _attributes(head: list[str], names: list[str], pure: bool, i_is_attr: bool,
-                rules: PythonRules) -> list[Hit]:
+                rules: PythonRules, top: bool) -> list[Hit]:
     """Finder.on_attribute over the attribute nodes of a chain, outermost first: ``names`` are
     the name at the candidate and those after it, ``head`` the names before it (pure chains
-    only). Raises Guard when the whole chain is a branch guard."""
+    only). Raises Guard when the whole chain is a branch guard that may be an if's test (``top``)."""
     attrs = names if i_is_attr else names[1:]
     base = head if i_is_attr else head + names[:1]
-    if pure and ".".join(base + attrs) in rules.guards:
+    if top and pure and ".".join(base + attrs) in rules.guards:
         raise Guard
     hits: list[Hit] = []
     for k in range(len(attrs) - 1, -1, -1):
