@@ -159,8 +159,10 @@ def _fast(sn: Snippets, f: Finder, rules: PythonRules, pending: list[int], line:
     start = whole.rfind("\n", 0, off) + 1
     end = whole.find("\n", off)
     end = len(whole) if end < 0 else end
-    if f.aliases and _words(whole[start:end], list(f.aliases)):
-        return False
+    if f.aliases:
+        line_text = whole[start:end]
+        if any(line_text[:at].rstrip()[-1:] != "." for at in _words(line_text, list(f.aliases))):
+            return False  # an alias as a name (after "." it is an attribute, like any other)
     cols = [o - start for o in pending[bisect_left(pending, off):bisect_left(pending, end)]]
     hits = line_hits(whole[start:end], cols, rules, *neighbours(whole, start, end))
     if hits is None:
