@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import threading
 from collections import deque
 from typing import Callable, Iterator, NamedTuple
@@ -20,6 +21,7 @@ PARALLEL_MIN_FILES = 32
 # work goes to the workers in batches of about this many bytes: small at first, so that they
 # start while the tree is still being walked, then larger (fewer round trips)
 FIRST_BATCH_BYTES, BATCH_BYTES = 1 << 16, 1 << 20
+TAIL_BATCH_BYTES = 1 << 17  # what is left once the walk is done goes out in batches this small
 
 
 class Job(NamedTuple):
@@ -105,7 +107,7 @@ class Reader:
     until the queue is empty, then collects the workers'. With fewer than PARALLEL_MIN_FILES
     jobs no worker is forked."""
 
-    IN_FLIGHT = 2
+    IN_FLIGHT = 6
 
     def __init__(self, absroot: str, rules: Rules, n_jobs: int, progress: Progress | None) -> None:
         self.absroot, self.rules, self.n_jobs, self.progress = absroot, rules, n_jobs, progress
@@ -163,15 +165,21 @@ class Reader:
         """Every job's result; the pool is closed when they are all in (or on an error)."""
         self._close_batch()
         with self.lock:  # the tail in small batches: no reader waits long for the last one
-            small = []
-            for batch in self.queue:
-                small.extend(batch[i:i + 16] for i in range(0, len(batch), 16))
-            self.queue = deque(small)
+            small: list[list[Job]] = [[]]
+            size = 0
+            for job in (j for batch in self.queue for j in batch):
+                if size >= TAIL_BATCH_BYTES:
+                    small.append([])
+                    size = 0
+                small[-1].append(job)
+                size += job.size
+            self.queue = deque(b for b in small if b)
         self._feed()
         done = 0
         collected = 0
-        was_enabled = gc.isenabled()
+        was_enabled, interval = gc.isenabled(), sys.getswitchinterval()
         gc.disable()  # as in the workers: parse trees are freed by reference counting
+        sys.setswitchinterval(0.0005)  # the pool's threads refill the workers without delay
         try:
             while True:
                 batch = self._take()
@@ -196,6 +204,7 @@ class Reader:
         finally:
             if was_enabled:
                 gc.enable()
+            sys.setswitchinterval(interval)
             self.close()
 
     def close(self) -> None:
