@@ -167,9 +167,10 @@ def _fast(sn: Snippets, f: Finder, rules: PythonRules, pending: list[int], line:
     hits = line_hits(whole[start:end], cols, rules, *neighbours(whole, start, end))
     if hits is None:
         return False
-    if len(hits) > 1:  # one rule, two details: which comes first is the tree's visiting order
-        seen: dict[str, str] = {}
-        if any(seen.setdefault(r, w) != w and r not in f.first for r, w in hits):
+    if len(hits) > 1:  # which comes first is the tree's visiting order (an if-else expression
+        seen: dict[str, str] = {}  # visits its test first): it decides the order of the evidence
+        if any(seen.setdefault(r, w) != w and r not in f.first for r, w in hits) or \
+                sum(r not in f.first for r in seen) > 1:  # (first hits of two rules) and details
             return False
     for rule, what in hits:
         f.hit(rule, what, line + 1)
