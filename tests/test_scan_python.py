@@ -83,6 +83,14 @@ def test_multiline_statements_are_parsed_whole(rules):
     assert got["py-cuda-api"] == ((7, 7),)
 
 
+def test_evidence_comes_in_the_order_the_tree_is_visited(rules):
+    """An if-else expression is visited test first: the API use is the first evidence, as in
+    the tree, although the device string stands before it on the line."""
+    found, _ = scan_python('device = "cuda" if torch.cuda.is_available() else "cpu"\nx = "cuda:1"\n', rules.python)
+    assert [e.rule for e in found] == ["py-cuda-api", "py-device-string"]
+    assert found[1].detail == "'cuda' (and 1 more lines)"
+
+
 def test_syntax_error_is_a_warning(rules):
     found, warning = scan_python("x = torch.cuda.foo(\n", rules.python)
     assert found == [] and "not valid Python" in warning
