@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tdev.scan.pyfast import Guard, line_hits
+from tdev.scan.pyfast import Around, Guard, line_hits
 from tdev.scan.pyfinder import Finder
 from tdev.scan.pysnippets import _wrap
 
@@ -19,6 +19,14 @@ def parsed(line: str, rules) -> list[tuple[str, str]]:
     f = Finder(rules.python, events=[])
     f.visit(ast.parse(_wrap(line.strip())[0]))
     return sorted((e[0], e[1]) for e in f.events)
+
+
+class Given(Around):
+    """Neighbours given directly: the last character of the code line above, the start of the next."""
+
+    def __init__(self, prev: str = "", nxt: str = "") -> None:
+        super().__init__("", 0, 0)
+        self._got = (prev, nxt)
 
 
 def cols(line: str, rules) -> list[int]:
@@ -52,7 +60,7 @@ SETTLED = [
 
 @pytest.mark.parametrize("line", SETTLED)
 def test_settled_lines_equal_the_parse(line, rules):
-    got = line_hits(line, cols(line, rules), rules.python, "", "")
+    got = line_hits(line, cols(line, rules), rules.python, Given("", ""))
     assert got is not None and sorted(got) == parsed(line, rules)
 
 
@@ -72,27 +80,26 @@ LEFT_TO_THE_PARSER = [
 
 @pytest.mark.parametrize("line", LEFT_TO_THE_PARSER)
 def test_unsettled_lines_go_to_the_parser(line, rules):
-    assert line_hits(line, cols(line, rules), rules.python, "", "") is None
+    assert line_hits(line, cols(line, rules), rules.python, Given("", "")) is None
 
 
 def test_neighbouring_lines_that_continue_a_chain_or_a_string(rules):
     line = "    x = torch.cuda"
-    assert line_hits(line, cols(line, rules), rules.python, "", "") == []
-    assert line_hits(line, cols(line, rules), rules.python, "", ".sy") is None  # `.synchronize()` next
+    assert line_hits(line, cols(line, rules), rules.python, Given("", "")) == []
+    assert line_hits(line, cols(line, rules), rules.python, Given("", ".sy")) is None  # `.synchronize()` next
     line = "    'cuda'"
-    assert line_hits(line, cols(line, rules), rules.python, "", "") == [("py-device-string", "'cuda'")]
-    assert line_hits(line, cols(line, rules), rules.python, "'", "") is None  # a string ends the line above
-    assert line_hits(line, cols(line, rules), rules.python, "\\", "") is None
+    assert line_hits(line, cols(line, rules), rules.python, Given("", "")) == [("py-device-string", "'cuda'")]
+    assert line_hits(line, cols(line, rules), rules.python, Given("'", "")) is None  # a string ends the line above
 
 
 @pytest.mark.parametrize("line", ["    torch.cuda.is_available()", "    not torch.cuda.is_available()"])
 def test_a_guard_that_may_be_an_if_test_raises(line, rules):
     with pytest.raises(Guard):
-        line_hits(line, cols(line, rules), rules.python, "(", "and")
+        line_hits(line, cols(line, rules), rules.python, Given("(", "and"))
 
 
 @pytest.mark.parametrize("line", ["return {'n': torch.cuda.device_count()}",
                                   "@unittest.skipIf(not torch.cuda.is_available(), 'no cuda')",
                                   "device = 'cuda' if torch.cuda.is_available() else 'cpu'"])
 def test_a_guard_that_cannot_be_an_if_test_is_settled(line, rules):
-    assert sorted(line_hits(line, cols(line, rules), rules.python, "(", "")) == parsed(line, rules)
+    assert sorted(line_hits(line, cols(line, rules), rules.python, Given("(", ""))) == parsed(line, rules)

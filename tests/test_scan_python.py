@@ -91,6 +91,17 @@ def test_evidence_comes_in_the_order_the_tree_is_visited(rules):
     assert found[1].detail == "'cuda' (and 1 more lines)"
 
 
+def test_continued_lines_are_parsed_with_the_line_above(rules):
+    """After a backslash the next line is part of the same statement: "cuda" there is the end of
+    the constant "abccuda", not a device string."""
+    got = ev('''\
+        s = "abc" \\
+            "cuda"
+        t = x.cuda
+        ''', rules)
+    assert got == {"py-cuda-attribute": ((3, 3),)}
+
+
 def test_syntax_error_is_a_warning(rules):
     found, warning = scan_python("x = torch.cuda.foo(\n", rules.python)
     assert found == [] and "not valid Python" in warning

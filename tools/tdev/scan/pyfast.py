@@ -142,34 +142,62 @@ def neighbours(text: str, start: int, end: int) -> tuple[str, str]:
     return prev, nxt
 
 
-_KNOWN: dict[tuple, list[Hit] | None | type[Guard]] = {}  # lines repeat: test files share many
+class Around:
+    """The neighbours of a line (see ``neighbours``), worked out when first asked for: most
+    lines are settled without them."""
+
+    __slots__ = ("_text", "_start", "_end", "_got")
+
+    def __init__(self, text: str, start: int, end: int) -> None:
+        self._text, self._start, self._end, self._got = text, start, end, None
+
+    @property
+    def used(self) -> bool:
+        return self._got is not None
+
+    def prev(self) -> str:
+        if self._got is None:
+            self._got = neighbours(self._text, self._start, self._end)
+        return self._got[0]
+
+    def next(self) -> str:
+        if self._got is None:
+            self._got = neighbours(self._text, self._start, self._end)
+        return self._got[1]
+
+
+_KNOWN: dict[tuple, list[Hit] | None | type[Guard] | Around] = {}  # lines repeat: test files share many
 _KNOWN_RULES: list[PythonRules] = []
 
 
-def line_hits(text: str, cols: list[int], rules: PythonRules, prev_code: str, next_code: str) -> list[Hit] | None:
+def line_hits(text: str, cols: list[int], rules: PythonRules, around: Around) -> list[Hit] | None:
     """The (rule, detail) hits the finder reports on this line, for candidates at ``cols``
-    (ascending); or None when the line needs the parser. ``prev_code``: the last character of
-    the previous code line, ``next_code`` the first three of the next (for chains and strings
-    that may go on). Raises Guard for a branch guard outside an ``if``/``elif`` header."""
+    (ascending); or None when the line needs the parser. ``around`` gives the last character
+    of the previous code line and the first three of the next (for chains and strings that may
+    go on). Raises Guard for a branch guard that may be an ``if``'s test."""
     if not _KNOWN_RULES or _KNOWN_RULES[0] is not rules or len(_KNOWN) > 200_000:
         _KNOWN.clear()
         _KNOWN_RULES[:] = [rules]
-    key = (text, *cols, prev_code, next_code)
+    key = (text, *cols)
     got = _KNOWN.get(key, _KNOWN)
+    if got is Around:  # this line's answer depends on its neighbours
+        key = (text, *cols, around.prev(), around.next())
+        got = _KNOWN.get(key, _KNOWN)
     if got is _KNOWN:
         try:
-            got = _line_hits(text, cols, rules, prev_code, next_code)
+            got = _line_hits(text, cols, rules, around)
         except Guard:
             got = Guard
+        if around.used and len(key) == len(cols) + 1:
+            _KNOWN[key] = Around
+            key = (text, *cols, around.prev(), around.next())
         _KNOWN[key] = got
     if got is Guard:
         raise Guard
     return got
 
 
-def _line_hits(text: str, cols: list[int], rules: PythonRules, prev_code: str, next_code: str) -> list[Hit] | None:
-    if prev_code == "\\":
-        return None
+def _line_hits(text: str, cols: list[int], rules: PythonRules, around: Around) -> list[Hit] | None:
     ln = Line(text)
     if _BAIL.search(text, 0, ln.comment) or "import" in ln.texts or "as" in ln.texts:
         return None
@@ -183,14 +211,14 @@ def _line_hits(text: str, cols: list[int], rules: PythonRules, prev_code: str, n
             or texts.count("{") != texts.count("}")):
         return None  # part of a longer statement, ditto
     try:
-        return _hits(ln, cols, rules, prev_code, next_code)
+        return _hits(ln, cols, rules, around)
     except Guard:
         if ln.texts[0] in ("if", "elif"):
             return None  # a header: the parser sees its branch
         raise
 
 
-def _hits(ln: Line, cols: list[int], rules: PythonRules, prev_code: str, next_code: str) -> list[Hit] | None:
+def _hits(ln: Line, cols: list[int], rules: PythonRules, around: Around) -> list[Hit] | None:
     hits: list[Hit] = []
     done: set[int] = set()
     for col in cols:
@@ -203,13 +231,13 @@ def _hits(ln: Line, cols: list[int], rules: PythonRules, prev_code: str, next_co
             continue
         kind = ln.kinds[i]
         if kind == "s":
-            hit = _string(ln, i, col, rules, prev_code, next_code)
+            hit = _string(ln, i, col, rules, around)
             if hit is False:
                 return None
             if hit:
                 hits.append(hit)
         elif kind == "n":
-            got = _primary(ln, i, rules, prev_code, next_code)
+            got = _primary(ln, i, rules, around)
             if got is None:
                 return None
             chain, found = got
@@ -220,13 +248,13 @@ def _hits(ln: Line, cols: list[int], rules: PythonRules, prev_code: str, next_co
     return hits
 
 
-def _string(ln: Line, i: int, col: int, rules: PythonRules, prev_code: str, next_code: str) -> Hit | None | bool:
+def _string(ln: Line, i: int, col: int, rules: PythonRules, around: Around) -> Hit | None | bool:
     """The device-string hit of string token ``i`` for a candidate at column ``col``, None for
     no hit, False to bail. In an f-string the constant is the literal part around the candidate
     (between replacement fields); a candidate inside a field is left to the parser."""
     kinds = ln.kinds
-    before = kinds[i - 1] if i else ("s" if prev_code in _QUOTES else "")
-    after = kinds[i + 1] if i + 1 < len(kinds) else ("s" if _STRING_START.match(next_code) else "")
+    before = kinds[i - 1] if i else ("s" if around.prev() in _QUOTES else "")
+    after = kinds[i + 1] if i + 1 < len(kinds) else ("s" if _STRING_START.match(around.next()) else "")
     if before == "s" or after == "s":
         return False  # implicit concatenation: the constant is longer than this token
     tok = ln.texts[i]
@@ -249,7 +277,7 @@ def _string(ln: Line, i: int, col: int, rules: PythonRules, prev_code: str, next
     return None
 
 
-def _primary(ln: Line, i: int, rules: PythonRules, prev_code: str, next_code: str):
+def _primary(ln: Line, i: int, rules: PythonRules, around: Around):
     """(token indices of the name chain at name token ``i``, hits) for the primary expression
     (atom and trailers) it belongs to, walked as pyfinder.Finder.on_attribute does; None when
     the primary may cross the line's ends."""
@@ -287,12 +315,12 @@ def _primary(ln: Line, i: int, rules: PythonRules, prev_code: str, next_code: st
             pos = j  # a literal atom
             break
         return None
-    if pos == 0 and (prev_code == "." or (kinds[0] == "s" and prev_code in _QUOTES)):
+    if pos == 0 and (around.prev() == "." or (kinds[0] == "s" and around.prev() in _QUOTES)):
         return None  # the chain, or a string atom, may begin on the previous line
     end = i
     while dot(end + 1) and end + 2 < len(texts) and kinds[end + 2] == "n":  # forwards: ". name"
         end += 2
-    if dot(end + 1) or (end + 1 == len(texts) and next_code.startswith(".")):
+    if dot(end + 1) or (end + 1 == len(texts) and around.next().startswith(".")):
         return None  # the chain goes on past this line or into something else
     head = texts[pos:i:2] if pure else []
     # a guard in a statement that cannot be (part of) an if's test: a decorator, "return x",

@@ -164,10 +164,13 @@ class Snippets:
         """The statement containing the 0-based ``line``, parsed. Raises Unparseable."""
         ind = _indent(self.lines[line])
         tried = 0
+        lines = self.lines
         for s in range(line, max(-1, line - MAX_UP), -1):
-            ls = self.lines[s]
+            ls = lines[s]
             if s != line and (not _is_code(ls) or _indent(ls) > ind):
                 continue
+            if s and lines[s - 1].rstrip("\r").endswith("\\"):
+                continue  # the line above goes on into this one: no statement starts here
             e = self._end_for(s, line)
             src, shift = self._source(s, e)
             tree = self.parse(src)

@@ -21,7 +21,7 @@ import re
 from bisect import bisect_left
 
 from .model import Evidence, merge_lines
-from .pyfast import Guard, line_hits, neighbours
+from .pyfast import Around, Guard, line_hits
 from .pyfinder import Finder, memo
 from .pysnippets import Snippets, Unparseable, find_all
 from .rules import PythonRules
@@ -163,8 +163,10 @@ def _fast(sn: Snippets, f: Finder, rules: PythonRules, pending: list[int], line:
         line_text = whole[start:end]
         if any(line_text[:at].rstrip()[-1:] != "." for at in _words(line_text, list(f.aliases))):
             return False  # an alias as a name (after "." it is an attribute, like any other)
+    if whole[max(0, start - 3):start].rstrip("\r\n").endswith("\\"):
+        return False  # the line above goes on into this one
     cols = [o - start for o in pending[bisect_left(pending, off):bisect_left(pending, end)]]
-    hits = line_hits(whole[start:end], cols, rules, *neighbours(whole, start, end))
+    hits = line_hits(whole[start:end], cols, rules, Around(whole, start, end))
     if hits is None:
         return False
     if len(hits) > 1:  # which comes first is the tree's visiting order (an if-else expression
