@@ -65,19 +65,22 @@ def scan_file(absroot: str, job: Job, rules: Rules) -> Result:
     text, warning = read_text(f"{absroot}/{job.path}", job.size, rules.walk.max_file_bytes)
     if text is None:
         return job.path, (), warning
-    if job.lang == "cpp":
-        from .cpp import scan_cpp
+    ev, err = (_ANALYSES or _analyses())[job.lang](text, rules)
+    return job.path, tuple(ev), warning or err
 
-        return job.path, tuple(scan_cpp(text, rules.cpp)), warning
-    if job.lang == "cmake":
-        from .cmakefile import scan_cmake
 
-        ev, cerr = scan_cmake(text, rules.build.gpu_flags)
-        return job.path, tuple(ev), warning or cerr
+_ANALYSES: dict[str, Callable] = {}  # language -> (text, rules) -> (evidence, warning or None)
+
+
+def _analyses() -> dict[str, Callable]:
+    from .cmakefile import scan_cmake
+    from .cpp import scan_cpp
     from .python import scan_python
 
-    ev, perr = scan_python(text, rules.python)
-    return job.path, tuple(ev), warning or perr
+    _ANALYSES.update(cpp=lambda text, r: (scan_cpp(text, r.cpp), None),
+                     cmake=lambda text, r: scan_cmake(text, r.build.gpu_flags),
+                     python=lambda text, r: scan_python(text, r.python))
+    return _ANALYSES
 
 
 # worker-process state, set once by the pool initializer (inherited on fork)
@@ -89,7 +92,7 @@ def _init_worker(absroot: str, rules: Rules) -> None:
     _W = (absroot, rules)
     # parse trees are freed by reference counting; the cyclic collector would only walk them
     gc.disable()
-    from . import cmakefile, cpp, python  # noqa: F401  (import once, not in the first batch)
+    _analyses()  # import the analyses now, not in the first batch
 
 
 def _work(batch: list[Job]) -> list[Result]:

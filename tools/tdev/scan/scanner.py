@@ -136,8 +136,10 @@ def scan(root: str | Path, rules: Rules | None = None, *, jobs: int | None = Non
         def finding(path: str) -> FileFinding | None:
             if not (names[path] or path in content or path in verdict):
                 return None  # generic: nothing names it
-            return classify(path, names[path], verdict.get(path), build_evidence(build.facts.get(path, ())),
-                            list(content.get(path, ())), header_of_cpu_source(path))
+            built = verdict.get(path)
+            return classify(path, names[path], built, build_evidence(build.facts.get(path, ())),
+                            list(content.get(path, ())),  # the header rule matters for named, unbuilt files
+                            built is None and bool(names[path]) and header_of_cpu_source(path))
 
         # 3. classify what is known while the workers finish, the rest as it comes back
         slots = [None if e.path in pending else finding(e.path) for e in entries]
