@@ -145,3 +145,39 @@ def test_written_diffs_apply_and_reverse_exactly(a, b, a_eol, b_eol):
     _, (parsed,) = parse_diff(format_file_patch(fp))  # through the text form and back
     assert apply_text(old, parsed) == new
     assert apply_text(new, parsed.reversed()) == old
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.lists(_line, max_size=12), st.lists(_line, max_size=12),
+                          st.booleans()), min_size=1, max_size=3),
+       st.sampled_from(["git", "plain", "signature", "stripped"]))
+def test_hunk_bodies_read_in_runs_equal_a_line_by_line_walk(files, style):
+    """parse_diff takes a hunk body as a whole run of ' +-' lines when its counts say so, and
+    walks it line by line otherwise: both give the same patch, for git-style patches, plain
+    diffs (the next file's ---/+++ lines run on from the body), format-patch signatures and
+    patches whose blank context lines lost their space (editors, mail)."""
+    import re
+    from tdev.patch import diff
+
+    text = ""
+    for k, (a, b, eol) in enumerate(files):
+        old = "\n".join(a) + ("\n" if a and eol else "")
+        new = "\n".join(b) + ("\n" if b else "")
+        fp = make_file_patch(f"f{k}", old, new)
+        if fp is not None:
+            section = format_file_patch(fp)
+            text += section[section.index("--- "):] if style == "plain" else section
+    if not text:
+        return
+    if style == "signature":
+        text += "-- \n2.39.5\n"
+    if style == "stripped":
+        text = "\n".join(ln if ln != " " else "" for ln in text.split("\n"))
+    fast = parse_diff(text)
+    saved = diff._NOT_BODY
+    diff._NOT_BODY = re.compile(r"(?s).")  # every run is empty: every body is walked
+    try:
+        walked = parse_diff(text)
+    finally:
+        diff._NOT_BODY = saved
+    assert fast == walked

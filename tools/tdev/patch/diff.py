@@ -85,9 +85,11 @@ def parse_diff(text: str, *, strip: int = 1, source: str = "<patch>") -> tuple[s
     start = next((i for i in range(len(lines)) if is_diff_start(lines, i)), len(lines))
     header = "\n".join(lines[:start]) + ("\n" if start else "")
     files: list[FilePatch] = []
+    # each line's first character (' ' for an empty line): a hunk body is a run of ' +-'
+    tags = "".join([ln[:1] or " " for ln in lines])
     i = start
     while i < len(lines):
-        fp, i = _parse_file(lines, i, strip, source)
+        fp, i = _parse_file(lines, tags, i, strip, source)
         if fp is not None:
             files.append(fp)
     if not files:
@@ -95,7 +97,8 @@ def parse_diff(text: str, *, strip: int = 1, source: str = "<patch>") -> tuple[s
     return header, tuple(files)
 
 
-def _parse_file(lines: list[str], i: int, strip: int, source: str) -> tuple[FilePatch | None, int]:
+def _parse_file(lines: list[str], tags: str, i: int, strip: int,
+                source: str) -> tuple[FilePatch | None, int]:
     """Parse one file's section starting at line i; skip lines that belong to no file."""
     git_paths: tuple[str, str] | None = None
     new_mode = old_mode = None
@@ -139,12 +142,16 @@ def _parse_file(lines: list[str], i: int, strip: int, source: str) -> tuple[File
         raise PatchFormatError(f"{source}:{i}: renames are not supported ({old_path} -> {new_path})")
     hunks: list[Hunk] = []
     while i < len(lines) and lines[i].startswith("@@"):
-        hunk, i = _parse_hunk(lines, i, source)
+        hunk, i = _parse_hunk(lines, tags, i, source)
         hunks.append(hunk)
     return FilePatch(old_path, new_path, tuple(hunks), new_mode, old_mode), i
 
 
-def _parse_hunk(lines: list[str], i: int, source: str) -> tuple[Hunk, int]:
+_NOT_BODY = re.compile(r"[^ +\-]")
+_line = tuple.__new__  # Line(tag, text, False) without the named tuple's Python-level __new__
+
+
+def _parse_hunk(lines: list[str], tags: str, i: int, source: str) -> tuple[Hunk, int]:
     m = _HUNK.match(lines[i])
     if not m:
         raise PatchFormatError(f"{source}:{i + 1}: malformed hunk header {lines[i]!r}")
@@ -152,27 +159,18 @@ def _parse_hunk(lines: list[str], i: int, source: str) -> tuple[Hunk, int]:
     old_len = int(m.group(2)) if m.group(2) is not None else 1
     new_len = int(m.group(4)) if m.group(4) is not None else 1
     header_line = i + 1
-    body: list[Line] = []
-    n_old = n_new = 0
     i += 1
-    while n_old < old_len or n_new < new_len:
-        if i >= len(lines):
-            raise PatchFormatError(f"{source}:{header_line}: hunk ends early (expected "
-                                   f"{old_len} old and {new_len} new lines, got {n_old} and {n_new})")
-        raw = lines[i]
-        if raw.startswith("\\"):
-            _mark_no_eol(body, source, i)
-            i += 1
-            continue
-        tag, text = (raw[0], raw[1:]) if raw else (" ", "")  # an empty line: blank context
-        if tag not in " +-":
-            raise PatchFormatError(f"{source}:{i + 1}: unexpected line in hunk: {raw[:60]!r}")
-        n_old += tag != "+"
-        n_new += tag != "-"
-        if n_old > old_len or n_new > new_len:
-            raise PatchFormatError(f"{source}:{i + 1}: hunk longer than its header {m.group(0)!r} says")
-        body.append(Line(tag, text))
-        i += 1
+    run = _NOT_BODY.search(tags, i)
+    end = run.start() if run else len(tags)
+    head = tags[i:end]
+    context = head.count(" ")
+    if context + head.count("-") == old_len and context + head.count("+") == new_len:
+        # the common case: the body is the whole run of ' +-' lines (git-style patches, where
+        # the next hunk or file starts with '@@' or 'diff'); no Python step per line
+        body = [_line(Line, (raw[:1] or " ", raw[1:], False)) for raw in lines[i:end]]
+        i = end
+    else:  # markers inside, plain diffs, a body that is not as its header says
+        body, i = _walk_body(lines, i, old_len, new_len, header_line, m.group(0), source)
     if i < len(lines) and lines[i].startswith("\\"):
         _mark_no_eol(body, source, i)
         i += 1
@@ -180,6 +178,42 @@ def _parse_hunk(lines: list[str], i: int, source: str) -> tuple[Hunk, int]:
             and not is_diff_start(lines, i):
         raise PatchFormatError(f"{source}:{i + 1}: hunk longer than its header {m.group(0)!r} says")
     return Hunk(old_start, old_len, new_start, new_len, tuple(body), m.group(5), header_line), i
+
+
+def _walk_body(lines: list[str], i: int, old_len: int, new_len: int, header_line: int,
+               header: str, source: str) -> tuple[list[Line], int]:
+    """Read a hunk body line by line; a body that is not as its header says is an error naming
+    the line."""
+    body: list[Line] = []
+    append = body.append
+    n_old = n_new = 0
+    end = len(lines)
+    while n_old < old_len or n_new < new_len:
+        if i >= end:
+            raise PatchFormatError(f"{source}:{header_line}: hunk ends early (expected "
+                                   f"{old_len} old and {new_len} new lines, got {n_old} and {n_new})")
+        raw = lines[i]
+        tag = raw[:1]
+        if tag == " " or not raw:  # an empty line: blank context
+            n_old += 1
+            n_new += 1
+            append(_line(Line, (" ", raw[1:], False)))
+        elif tag == "-":
+            n_old += 1
+            append(_line(Line, ("-", raw[1:], False)))
+        elif tag == "+":
+            n_new += 1
+            append(_line(Line, ("+", raw[1:], False)))
+        elif tag == "\\":
+            _mark_no_eol(body, source, i)
+            i += 1
+            continue
+        else:
+            raise PatchFormatError(f"{source}:{i + 1}: unexpected line in hunk: {raw[:60]!r}")
+        if n_old > old_len or n_new > new_len:
+            raise PatchFormatError(f"{source}:{i + 1}: hunk longer than its header {header!r} says")
+        i += 1
+    return body, i
 
 
 def _mark_no_eol(body: list[Line], source: str, i: int) -> None:

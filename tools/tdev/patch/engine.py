@@ -27,12 +27,28 @@ Reader = Callable[[str], "str | None"]  # path -> current text, None if the file
 Direction = Literal["forward", "reverse"]
 
 
-@dataclass(frozen=True)
 class FileChange:
-    """The new state of one file: text (None: delete it) and, for created files, the mode."""
+    """The new state of one file: text (None: delete it) and, for created files, the mode.
+    Built from the patched lines, the text is joined only when asked for: `verify` asks for
+    none of them, unless a later patch of the series changes the same file."""
 
-    text: str | None
-    mode: int | None = None
+    __slots__ = ("_text", "_lines", "eol", "mode")
+
+    def __init__(self, text: str | None, mode: int | None = None, *,
+                 lines: list[str] | None = None, eol: bool = True) -> None:
+        self._text, self._lines, self.eol, self.mode = text, lines, eol, mode
+
+    @property
+    def text(self) -> str | None:
+        if self._lines is not None:
+            self._text, self._lines = join_lines(self._lines, self.eol), None
+        return self._text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FileChange) and (self.text, self.mode) == (other.text, other.mode)
+
+    def __repr__(self) -> str:
+        return f"FileChange(text={self.text!r:.40}, mode={self.mode!r})"
 
 
 @dataclass
@@ -158,8 +174,8 @@ def apply_file(text: str | None, fp: FilePatch, fuzz: int = 0) -> tuple[FileResu
             return FileResult(path, False, tuple(results),
                               reason=f"the patch deletes the file but {len(out)} lines would remain"), None
         return FileResult(path, True, tuple(results)), FileChange(None)
-    return FileResult(path, True, tuple(results)), FileChange(join_lines(out, eol),
-                                                             fp.new_mode if fp.is_new else None)
+    return FileResult(path, True, tuple(results)), FileChange(None, fp.new_mode if fp.is_new else None,
+                                                             lines=out, eol=eol)
 
 
 def attempt(files: tuple[FilePatch, ...] | list[FilePatch], read: Reader, fuzz: int = 0) -> Attempt:
@@ -183,10 +199,10 @@ def classify(files: tuple[FilePatch, ...], read: Reader, fuzz: int = 0,
     reverse) or ("conflict", the failed forward attempt). For ``direction="reverse"`` the
     roles swap: "applies" means the patch can be taken out, "applied" that it is not in."""
     fwd_files = tuple(files) if direction == "forward" else tuple(f.reversed() for f in files)
-    rev_files = tuple(f.reversed() for f in fwd_files)
     fwd = attempt(fwd_files, read, fuzz)
     if fwd.exact:
         return "applies", fwd
+    rev_files = tuple(files) if direction == "reverse" else tuple(f.reversed() for f in files)
     rev = attempt(rev_files, read, 0)
     if rev.ok:
         return "applied", rev

@@ -21,6 +21,7 @@ the 2.6.0 release, so pre-release and local suffixes are ignored.
 """
 from __future__ import annotations
 
+import functools
 import operator
 import re
 from pathlib import Path
@@ -112,6 +113,7 @@ def check_spec(spec: str) -> None:
     version_matches(spec, "0")
 
 
+@functools.lru_cache(maxsize=512)
 def version_matches(spec: str, version: str) -> bool:
     """Whether ``version`` is in the range ``spec`` (empty, '*' or 'any': every version)."""
     spec = spec.strip()

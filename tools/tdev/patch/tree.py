@@ -130,6 +130,8 @@ class Tree:
             raise FileNotFoundError(f"{root}: no such directory")
         self.real = os.path.realpath(self.root)
         self._cache: dict[str, str | None] = {}
+        self._real_dirs: dict[str, str] = {}  # directory (relative) -> its real path
+        self._resolved: dict[str, str] = {}  # path (relative) -> its real path
         self.overlay = self._pending_journal()
 
     # ---- paths ------------------------------------------------------------------------------
@@ -144,11 +146,32 @@ class Tree:
             raise PathRefused(f"{rel}: '..' in path")
         if ".git" in parts or (not internal and parts[0] in (STATE_DIR, LOCK_NAME)):
             raise PathRefused(f"{rel}: refusing to write {'.git' if '.git' in parts else 'tdev state'}")
-        real = os.path.realpath(os.path.join(self.real, rel))
+        real = self._resolved.get(rel)
+        if real is None:
+            real = self._resolved[rel] = self._realpath(parts)
         if real != self.real and not real.startswith(self.real + os.sep):
             raise PathRefused(f"{rel}: resolves through a symlink to {real}, outside the tree")
         if real == self.real:
             raise PathRefused(f"{rel}: is the tree's root")
+        return real
+
+    def _realpath(self, parts: list[str]) -> str:
+        """``os.path.realpath`` of the tree's ``parts``, one ``lstat`` per component not seen
+        before: each directory's real path is remembered (a series names hundreds of files in a
+        few dozen directories); a component that is a symlink is resolved in full."""
+        real_dir = self._real_dir("/".join(parts[:-1]))
+        path = os.path.join(real_dir, parts[-1])
+        return os.path.realpath(path) if parts[-1] in ("", ".") or os.path.islink(path) else path
+
+    def _real_dir(self, directory: str) -> str:
+        real = self._real_dirs.get(directory)
+        if real is None:
+            if not directory:
+                real = self.real
+            else:
+                parent, _, name = directory.rpartition("/")
+                real = self._realpath([*parent.split("/"), name] if parent else [name])
+            self._real_dirs[directory] = real
         return real
 
     # ---- reading ----------------------------------------------------------------------------
@@ -200,7 +223,7 @@ class Tree:
             self._tidy_state_dir()
             return []
         restored = self._rollback()
-        self.overlay, self._cache = {}, {}
+        self.overlay, self._cache, self._real_dirs, self._resolved = {}, {}, {}, {}
         return restored
 
     def _rollback(self) -> list[str]:
@@ -294,6 +317,6 @@ class Tree:
             self._rollback()
             raise
         finally:
-            self._cache = {}
+            self._cache, self._real_dirs, self._resolved = {}, {}, {}
         self._finish_journal()
         return [rel for rel, _ in plan]
