@@ -1,5 +1,8 @@
 """Shared fixtures. ``pytorch_tree`` is the real PyTorch 2.6.0 source (tools/get-pytorch-src.sh),
-cached on disk after the first call; set TDEV_PYTORCH_SRC to use another unpacked tree."""
+cached on disk after the first call; set TDEV_PYTORCH_SRC to use another unpacked tree.
+``other_pytorch_tree`` is a second real release (1.13.1 by default: a different build layout,
+nvfuser in-tree, caffe2 still built), so that nothing is checked on one tree only;
+TDEV_OTHER_PYTORCH_SRC / TDEV_OTHER_PYTORCH_VERSION choose another."""
 from __future__ import annotations
 
 import os
@@ -10,23 +13,31 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 PYTORCH_VERSION = os.environ.get("TDEV_PYTORCH_VERSION", "2.6.0")
+OTHER_PYTORCH_VERSION = os.environ.get("TDEV_OTHER_PYTORCH_VERSION", "1.13.1")
 
 
-def _fetch_tree() -> Path:
-    env = os.environ.get("TDEV_PYTORCH_SRC")
+def _fetch_tree(env_var: str, version: str) -> Path:
+    env = os.environ.get(env_var)
     if env:
-        return Path(env)
-    out = subprocess.run(["bash", str(REPO / "tools" / "get-pytorch-src.sh"), PYTORCH_VERSION],
-                         check=True, capture_output=True, text=True)
-    return Path(out.stdout.strip().splitlines()[-1])
+        tree = Path(env)
+    else:
+        out = subprocess.run(["bash", str(REPO / "tools" / "get-pytorch-src.sh"), version],
+                             check=True, capture_output=True, text=True)
+        tree = Path(out.stdout.strip().splitlines()[-1])
+    assert (tree / "torch").is_dir() and (tree / "aten").is_dir(), f"not a PyTorch tree: {tree}"
+    return tree
 
 
 @pytest.fixture(scope="session")
 def pytorch_tree() -> Path:
     """The real, unmodified PyTorch tree. Tests must not write into it; copy it first."""
-    tree = _fetch_tree()
-    assert (tree / "torch").is_dir() and (tree / "aten").is_dir(), f"not a PyTorch tree: {tree}"
-    return tree
+    return _fetch_tree("TDEV_PYTORCH_SRC", PYTORCH_VERSION)
+
+
+@pytest.fixture(scope="session")
+def other_pytorch_tree() -> Path:
+    """A second real PyTorch release, also only to be read."""
+    return _fetch_tree("TDEV_OTHER_PYTORCH_SRC", OTHER_PYTORCH_VERSION)
 
 
 @pytest.fixture(scope="session")

@@ -37,10 +37,9 @@ ORACLE_FACTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def oracle(pytorch_tree: Path) -> Oracle:
+def _oracle(tree: Path) -> Oracle:
     try:
-        result = compute_oracle(pytorch_tree)
+        result = compute_oracle(tree)
     except ToolchainMissing as e:
         pytest.skip(f"no oracle: {e}")
     info = result.info
@@ -49,6 +48,11 @@ def oracle(pytorch_tree: Path) -> Oracle:
           f"{result.cuda_parts}; {'cached' if result.from_cache else 'configured'} "
           f"(configure seconds {info.get('configure_seconds')})")
     return result
+
+
+@pytest.fixture(scope="module")
+def oracle(pytorch_tree: Path) -> Oracle:
+    return _oracle(pytorch_tree)
 
 
 @pytest.mark.realtree
@@ -105,6 +109,22 @@ def test_scanner_cuda_kind_matches_the_build(oracle: Oracle, pytorch_tree: Path)
     result = scan(pytorch_tree)
     precision, recall, report = accuracy_report(oracle, result.files)
     print("\n" + report)
+    assert precision >= MIN_PRECISION and recall >= MIN_RECALL, report
+
+
+@pytest.mark.realtree
+@pytest.mark.slow
+def test_scanner_cuda_kind_matches_the_build_of_another_release(other_pytorch_tree: Path) -> None:
+    """The same check on a second release with another build layout (1.13.1: nvfuser in
+    torch/csrc/jit/codegen/cuda, caffe2's GPU operators, no c10/xpu): the rules are not tuned
+    to one tree."""
+    from tdev.scan.scanner import scan
+
+    oracle = _oracle(other_pytorch_tree)
+    assert {"c10_cuda", "torch_cuda"} <= set(oracle.cuda_targets) and len(oracle.cuda) > 300
+    result = scan(other_pytorch_tree)
+    precision, recall, report = accuracy_report(oracle, result.files)
+    print(f"\n{oracle.version}: " + report)
     assert precision >= MIN_PRECISION and recall >= MIN_RECALL, report
 
 

@@ -315,3 +315,25 @@ def test_starlark_never_executes_calls(tmp_path):
 def test_starlark_syntax_error_is_a_warning():
     out = evaluate_starlark("a = [\n")
     assert out.lists == {} and len(out.warnings) == 1 and "cannot parse" in out.warnings[0][1]
+
+
+def test_shipped_rules_take_newer_cuda_lists_of_build_variables_bzl(tmp_path, rules):
+    """Lists of releases after 2.6.0 (read from upstream's build_variables.bzl): nvshmem's
+    sources go into torch_nvshmem (a CUDA library), nativert's CUDA list into torch_cuda."""
+    bzl = ('libtorch_nvshmem_sources = [\n    "torch/csrc/distributed/c10d/symm_mem/nvshmem_extension.cu",\n'
+           '    "torch/csrc/distributed/c10d/symm_mem/NVSHMEMSymmetricMemory.cpp",\n]\n'
+           'libtorch_nativert_cuda_sources = ["torch/nativert/executor/triton/CudaTritonKernelManager.cpp"]\n'
+           'libtorch_core_sources = ["torch/csrc/autograd/engine.cpp"]\n')
+    files = {"build_variables.bzl": bzl}
+    for path in ("torch/csrc/distributed/c10d/symm_mem/nvshmem_extension.cu",
+                 "torch/csrc/distributed/c10d/symm_mem/NVSHMEMSymmetricMemory.cpp",
+                 "torch/nativert/executor/triton/CudaTritonKernelManager.cpp", "torch/csrc/autograd/engine.cpp"):
+        files[path] = ""
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    ev = evaluate_build_files(tmp_path, rules.build, tree_files(tmp_path))
+    assert ev.is_cuda("torch/csrc/distributed/c10d/symm_mem/nvshmem_extension.cu") is True
+    assert ev.is_cuda("torch/csrc/distributed/c10d/symm_mem/NVSHMEMSymmetricMemory.cpp") is True
+    assert ev.is_cuda("torch/nativert/executor/triton/CudaTritonKernelManager.cpp") is True
+    assert ev.is_cuda("torch/csrc/autograd/engine.cpp") is False

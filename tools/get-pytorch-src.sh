@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fetch a real PyTorch source release (Debian's dfsg tarball: the upstream tree minus some bundled
 # third_party code), verify it against the signed .dsc, and unpack it once into a cache folder.
-#   usage: tools/get-pytorch-src.sh VERSION [CACHE_DIR]      VERSION: 2.6.0 (Debian trixie)
+#   usage: tools/get-pytorch-src.sh VERSION [CACHE_DIR]      VERSION: 2.6.0 (Debian trixie), 1.13.1 (bookworm)
 # Prints the path of the unpacked tree on stdout; everything else goes to stderr.
 # Needs root (apt) the first time. Uses the machine's apt configuration; adds a deb-src entry once.
 set -euo pipefail
@@ -9,7 +9,8 @@ version=${1:?usage: pytorch-src.sh VERSION [CACHE_DIR]}
 cache=${2:-${XDG_CACHE_HOME:-$HOME/.cache}/pytorch-src}
 case $version in
   2.6.0)  deb=2.6.0+dfsg-7;  suite=trixie ;;
-  *) echo "get-pytorch-src.sh: no known source package for PyTorch $version (known: 2.6.0)" >&2; exit 2 ;;
+  1.13.1) deb=1.13.1+dfsg-4; suite=bookworm ;;
+  *) echo "get-pytorch-src.sh: no known source package for PyTorch $version (known: 2.6.0, 1.13.1)" >&2; exit 2 ;;
 esac
 tree=$cache/pytorch-$version
 if [[ -f $tree/.complete ]]; then echo "$tree"; exit 0; fi

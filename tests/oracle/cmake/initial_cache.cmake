@@ -16,7 +16,7 @@ _opt(TORCH_CUDA_ARCH_LIST "8.0")
 _opt(BLAS Eigen)
 _opt(USE_SYSTEM_EIGEN_INSTALL OFF)
 # optional CPU back ends whose code is not in the tree; they add no CUDA sources
-foreach(o USE_MKLDNN USE_FBGEMM USE_KINETO USE_NNPACK USE_XNNPACK USE_PYTORCH_QNNPACK USE_NUMPY
+foreach(o USE_MKLDNN USE_FBGEMM USE_KINETO USE_NNPACK USE_XNNPACK USE_PYTORCH_QNNPACK USE_QNNPACK USE_NUMPY
           USE_MAGMA USE_MPI USE_TENSORPIPE USE_ITT USE_UCC USE_ROCM USE_XPU USE_MPS USE_VULKAN)
   _opt(${o} OFF)
 endforeach()
@@ -32,6 +32,9 @@ _opt(BUILD_CUSTOM_PROTOBUF OFF)
 _opt(Protobuf_DIR "${_stub}/packages/protobuf")
 _opt(pybind11_DIR "${_stub}/packages/pybind11")
 _opt(CPUINFO_LIBRARY "${_stub}/lib/libcpuinfo.so")
+# 1.x names (harmless for 2.x): pthreadpool and gloo found by these; its QNNPACK is separate
+_opt(PTHREADPOOL_LIBRARY "${_stub}/lib/libpthreadpool.so")
+_opt(GLOO_LIBRARY "${_stub}/lib/libgloo.so")
 _opt(SLEEF_LIBRARY "${_stub}/lib/libsleef.so")
 _opt(ONNX_LIBRARY "${_stub}/lib/libonnx.so")
 _opt(ONNX_PROTO_LIBRARY "${_stub}/lib/libonnx_proto.so")
