@@ -67,6 +67,54 @@ def test_git_format_patch_file_is_read_as_it_is(tmp_path: Path):
     assert report.ok and (tree / "torch/x.py").read_text() == numbered(20).replace("line 5\n", "line five\n")
 
 
+def test_git_format_patch_series_with_renames_applies_and_unapplies(tmp_path: Path):
+    """git format-patch writes moves as renames ('rename from'/'rename to', no hunks when
+    the content is the same): a pure rename and a rename with an edit apply as a whole,
+    show as applied, come out again to the byte, and a taken target is a clear conflict."""
+    from test_patch_support import tree_hash
+
+    files = {"torch/a.py": numbered(30), "torch/b.py": numbered(12, "bee"), "keep.txt": "k\n"}
+    repo = make_tree(tmp_path / "repo", files)
+    git = ["git", "-C", str(repo), "-c", "user.name=Ada Dev", "-c", "user.email=ada@example.com"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-qm", "base"], check=True)
+    (repo / "third_device").mkdir()
+    subprocess.run(git + ["mv", "torch/a.py", "third_device/a.py"], check=True)
+    subprocess.run(git + ["commit", "-qm", "move a\n\nApplies-To: any"], check=True)
+    (repo / "torch/sub").mkdir()
+    subprocess.run(git + ["mv", "torch/b.py", "torch/sub/b2.py"], check=True)
+    (repo / "torch/sub/b2.py").write_text(numbered(12, "bee").replace("bee 6\n", "bee six\n"))
+    subprocess.run(git + ["commit", "-qam", "move and edit b\n\nApplies-To: any"], check=True)
+    out = tmp_path / "fp"
+    subprocess.run(git + ["format-patch", "-q", "-M", "-2", "-o", str(out)], check=True)
+    assert "rename from torch/a.py" in (out / "0001-move-a.patch").read_text()
+    series = load_series(out)
+    (a,), (b,) = (p.files for p in series.patches)
+    assert (a.old_path, a.path, a.is_rename, a.hunks) == ("torch/a.py", "third_device/a.py", True, ())
+    assert (b.old_path, b.path, len(b.hunks)) == ("torch/b.py", "torch/sub/b2.py", 1)
+    _, (again,) = parse_diff(format_file_patch(b))  # written back as a rename, read the same
+    assert (again.old_path, again.path, [h.lines for h in again.hunks]) == (
+        b.old_path, b.path, [h.lines for h in b.hunks])
+
+    tree = make_tree(tmp_path / "tree", files)
+    before = tree_hash(tree)
+    report = ops.apply(out, tree)
+    assert report.ok, report.message
+    assert not (tree / "torch/a.py").exists() and (tree / "third_device/a.py").read_text() == numbered(30)
+    assert (tree / "torch/sub/b2.py").read_text() == (repo / "torch/sub/b2.py").read_text()
+    assert not (tree / "torch/b.py").exists()
+    assert {r.state for r in ops.check(out, tree).patches} == {"applied"}
+    assert ops.unapply(out, tree).ok and tree_hash(tree) == before
+
+    (tree / "torch/sub").mkdir()
+    (tree / "torch/sub/b2.py").write_text("someone else's file\n")
+    taken = tree_hash(tree)
+    report = ops.apply(out, tree)
+    assert not report.ok and "the rename's target exists (renaming torch/b.py)" in report.message
+    assert tree_hash(tree) == taken
+
+
 def test_quilt_series_with_comments_blank_lines_and_options(tmp_path: Path):
     old, new = numbered(10), numbered(10).replace("line 3\n", "line three\n")
     p0 = patch_text({"f.txt": (old, new)}).replace("a/f.txt", "f.txt").replace("b/f.txt", "f.txt")

@@ -101,3 +101,29 @@ def test_port_on_the_command_line(small, capsys):
     assert [(p["name"], p["status"]) for p in doc["patches"]] == [
         ("0001-first.patch", "offset"), ("0002-second.patch", "conflict")]
     assert doc["patches"][1]["conflict_file"] == str(root / "out" / "0002-second.patch.conflict")
+
+
+def test_port_carries_a_rename_that_applies_and_names_one_that_does_not(tmp_path):
+    from tdev.patch.diff import format_file_patch, make_hunks
+    from tdev.patch.model import FilePatch
+    from test_patch_support import make_series, make_tree
+
+    old_text = numbered(40, "r")
+    moved = old_text.replace("r 20\n", "r twenty\n")
+    rename = FilePatch("src/r.py", "lib/r.py", make_hunks(old_text, moved))
+    series = make_series(tmp_path / "series", {
+        "0001-move.patch": "Description: move r\n\n" + format_file_patch(rename)})
+    old = make_tree(tmp_path / "old", {"src/r.py": old_text})
+    shifted = make_tree(tmp_path / "shifted", {"src/r.py": "new 1\nnew 2\n" + old_text})
+    report = merge.port(series, old, shifted, tmp_path / "ported")
+    (p,) = report.patches
+    assert report.ok and p.status == "offset" and [(f.path, f.offsets) for f in p.files] == [("lib/r.py", (2,))]
+    assert ops.apply(tmp_path / "ported", shifted).ok
+    assert not (shifted / "src/r.py").exists()
+    assert (shifted / "lib/r.py").read_text() == "new 1\nnew 2\n" + moved
+
+    changed = make_tree(tmp_path / "changed", {"src/r.py": old_text.replace("r 20\n", "r XX\n")})
+    report = merge.port(series, old, changed, tmp_path / "ported2")
+    (p,) = report.patches
+    assert not report.ok and p.status == "conflict"
+    assert "rename from src/r.py: does not apply to the new tree" in p.files[0].reason

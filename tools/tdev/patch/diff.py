@@ -18,8 +18,7 @@ ENCODING = "utf-8"
 ERRORS = "surrogateescape"
 DEV_NULL = "/dev/null"
 _HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)")
-_UNSUPPORTED = ("rename from", "rename to", "copy from", "copy to", "GIT binary patch",
-                "Binary files")
+_UNSUPPORTED = ("copy from", "copy to", "GIT binary patch", "Binary files")
 
 
 class PatchFormatError(ValueError):
@@ -103,6 +102,7 @@ def _parse_file(lines: list[str], tags: str, i: int, strip: int,
     git_paths: tuple[str, str] | None = None
     new_mode = old_mode = None
     created = deleted = False
+    renamed: dict[str, str] = {}  # "from"/"to": paths of a git rename (no a/ b/ prefixes)
     if lines[i].startswith("diff --git "):
         m = re.match(r'diff --git ("(?:[^"\\]|\\.)*"|\S+) ("(?:[^"\\]|\\.)*"|\S+)$', lines[i])
         if m:
@@ -117,6 +117,8 @@ def _parse_file(lines: list[str], tags: str, i: int, strip: int,
                 created, new_mode = True, int(ext.split()[-1], 8)
             elif ext.startswith("deleted file mode "):
                 deleted, old_mode = True, int(ext.split()[-1], 8)
+            elif ext.startswith(("rename from ", "rename to ")):
+                renamed[ext.split()[1]] = _unquote(ext.split(" ", 2)[2])
             elif ext.startswith(("old mode ", "new mode ")):
                 raise PatchFormatError(f"{source}:{i + 1}: mode changes of existing files are "
                                        "not supported")
@@ -129,17 +131,23 @@ def _parse_file(lines: list[str], tags: str, i: int, strip: int,
         old = _unquote(lines[i][4:])
         new = _unquote(lines[i + 1][4:])
         i += 2
-    elif git_paths is not None:  # a created or deleted empty file: no ---/+++ lines
+    elif git_paths is not None:  # a created or deleted empty file, a pure rename: no ---/+++
         old, new = git_paths
         old, new = (DEV_NULL if created else old), (DEV_NULL if deleted else new)
     else:
         raise PatchFormatError(f"{source}:{i + 1}: expected a '---' line")
     old_path = None if old == DEV_NULL else strip_path(old, strip)
     new_path = None if new == DEV_NULL else strip_path(new, strip)
+    if renamed:
+        if set(renamed) != {"from", "to"} or created or deleted:
+            raise PatchFormatError(f"{source}:{i}: a rename needs one 'rename from' and one 'rename to' "
+                                   "line, and no new or deleted file mode")
+        old_path, new_path = renamed["from"], renamed["to"]
     if old_path is None and new_path is None:
         raise PatchFormatError(f"{source}:{i}: both sides of the diff are /dev/null")
-    if old_path is not None and new_path is not None and old_path != new_path:
-        raise PatchFormatError(f"{source}:{i}: renames are not supported ({old_path} -> {new_path})")
+    if old_path is not None and new_path is not None and old_path != new_path and not renamed:
+        raise PatchFormatError(f"{source}:{i}: the two sides name different files ({old_path} -> "
+                               f"{new_path}) without a git 'rename from'/'rename to' header")
     hunks: list[Hunk] = []
     while i < len(lines) and lines[i].startswith("@@"):
         hunk, i = _parse_hunk(lines, tags, i, source)
@@ -255,14 +263,17 @@ def make_hunks(old: str, new: str, context: int = 3) -> tuple[Hunk, ...]:
 def format_file_patch(fp: FilePatch, strip: int = 1) -> str:
     """git-style text of one file patch: a/ and b/ prefixes for strip level 1, none for 0."""
     path = fp.path
+    source = fp.old_path if fp.is_rename else path
     a, b = ("a/", "b/") if strip else ("", "")
-    out = [f"diff --git {a}{path} {b}{path}"]
+    out = [f"diff --git {a}{source} {b}{path}"]
     if fp.is_new:
         out.append(f"new file mode {fp.new_mode or 0o100644:o}")
     elif fp.is_delete:
         out.append(f"deleted file mode {fp.old_mode or 0o100644:o}")
+    elif fp.is_rename:
+        out += [f"rename from {source}", f"rename to {path}"]
     if fp.hunks:
-        out.append(f"--- {DEV_NULL if fp.is_new else a + path}")
+        out.append(f"--- {DEV_NULL if fp.is_new else a + source}")
         out.append(f"+++ {DEV_NULL if fp.is_delete else b + path}")
     for h in fp.hunks:
         out.append(format_hunk(h))

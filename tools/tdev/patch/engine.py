@@ -182,11 +182,20 @@ def attempt(files: tuple[FilePatch, ...] | list[FilePatch], read: Reader, fuzz: 
     """Fit every file patch, in order, on the texts ``read`` returns (earlier file patches of
     the same list are seen by later ones)."""
     result = Attempt()
+
+    def now(path: str) -> str | None:
+        return result.changes[path].text if path in result.changes else read(path)
+
     for fp in files:
-        current = result.changes[fp.path].text if fp.path in result.changes else read(fp.path)
-        res, change = apply_file(current, fp, fuzz)
+        res, change = apply_file(now(fp.old_path if fp.is_rename else fp.path), fp, fuzz)
+        if change is not None and fp.is_rename and now(fp.path) is not None:
+            res = FileResult(fp.path, False, res.hunks,
+                             reason=f"the rename's target exists (renaming {fp.old_path})")
+            change = None
         result.files.append(res)
         if change is not None:
+            if fp.is_rename:
+                result.changes[fp.old_path] = FileChange(None)
             result.changes[fp.path] = change
     return result
 

@@ -26,7 +26,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
-from .diff import PatchFormatError, encode, format_file_patch, format_hunk, make_file_patch
+from .diff import PatchFormatError, encode, format_file_patch, format_hunk, make_file_patch, make_hunks
 from .engine import apply_file
 from .meta import tree_version, version_matches
 from .model import FilePatch, Hunk, HunkResult, Patch, Series
@@ -236,6 +236,8 @@ class _Porter:
 
     def _file(self, patch: Patch, fp: FilePatch) -> tuple[PortFile, FilePatch | None, str]:
         """Port one file patch: its result, the rewritten file patch, a conflict write-up."""
+        if fp.is_rename:
+            return self._rename(fp)
         rel = fp.path
         if rel not in self.old_cur:
             self.old_cur[rel] = self.bases.upstream(rel)
@@ -267,3 +269,23 @@ class _Porter:
             result = PortFile(rel, "merged", reason="context changed; merged")
         self.new_cur[rel] = merged
         return result, make_file_patch(rel, theirs, merged, file_mode(self.new, rel)), ""
+
+    def _rename(self, fp: FilePatch) -> tuple[PortFile, FilePatch | None, str]:
+        """A git rename is carried over when it applies to the new tree as it is (offsets
+        allowed); no three-way merge: a conflict names the rename for a person to redo."""
+        def now(rel: str) -> str | None:
+            if rel not in self.new_cur:
+                self.new_cur[rel] = self.new.read(rel)
+            return self.new_cur[rel]
+
+        source, target = now(fp.old_path or ""), now(fp.path)
+        result, change = apply_file(source, fp)
+        if change is None or target is not None:
+            why = (f"{fp.path} exists in the new tree" if change is not None else
+                   f"does not apply to the new tree: {result.failure()}")
+            return PortFile(fp.path, "conflict", reason=f"rename from {fp.old_path}: {why}; "
+                            "renames are not merged, port it by hand"), None, ""
+        offsets = tuple(h.offset for h in result.hunks)
+        self.new_cur[fp.old_path or ""], self.new_cur[fp.path] = None, change.text
+        ported = FilePatch(fp.old_path, fp.path, make_hunks(source or "", change.text or ""))
+        return PortFile(fp.path, "offset" if any(offsets) else "clean", offsets), ported, ""

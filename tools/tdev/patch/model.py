@@ -65,7 +65,9 @@ class Hunk:
 @dataclass(frozen=True)
 class FilePatch:
     """The changes to one file. ``old_path`` is None for a created file, ``new_path`` None for
-    a deleted one; paths are relative to the tree (the strip level already applied)."""
+    a deleted one; paths are relative to the tree (the strip level already applied). A git
+    rename (``rename from``/``rename to``) has both, different: the hunks turn the old file's
+    text into the new file's, and the old file goes."""
 
     old_path: str | None
     new_path: str | None
@@ -84,6 +86,10 @@ class FilePatch:
     @property
     def is_delete(self) -> bool:
         return self.new_path is None
+
+    @property
+    def is_rename(self) -> bool:
+        return self.old_path is not None and self.new_path is not None and self.old_path != self.new_path
 
     def reversed(self) -> "FilePatch":
         return FilePatch(self.new_path, self.old_path, tuple(h.reversed() for h in self.hunks),
