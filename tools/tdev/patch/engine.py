@@ -35,13 +35,13 @@ class FileChange:
     __slots__ = ("_text", "_lines", "eol", "mode")
 
     def __init__(self, text: str | None, mode: int | None = None, *,
-                 lines: list[str] | None = None, eol: bool = True) -> None:
+                 lines: Callable[[], list[str]] | None = None, eol: bool = True) -> None:
         self._text, self._lines, self.eol, self.mode = text, lines, eol, mode
 
     @property
     def text(self) -> str | None:
         if self._lines is not None:
-            self._text, self._lines = join_lines(self._lines, self.eol), None
+            self._text, self._lines = join_lines(self._lines(), self.eol), None
         return self._text
 
     def __eq__(self, other: object) -> bool:
@@ -83,6 +83,8 @@ def _find(lines: list[str], old: list[str], expected: int, lo: int, eof_only: bo
         return hi if lines[hi:] == old else None
     if n == 0:
         return min(max(expected, lo), hi)
+    if lo <= expected <= hi and lines[expected:expected + n] == old:
+        return expected  # the usual case: where the header says; nothing can be nearer
     best: int | None = None
     first, start = old[0], lo
     while True:
@@ -143,7 +145,7 @@ def apply_file(text: str | None, fp: FilePatch, fuzz: int = 0) -> tuple[FileResu
     if not fp.is_new and text is None:
         return FileResult(path, False, reason="file missing"), None
     lines, eol = split_lines(text or "")
-    out: list[str] = []
+    pieces: list[tuple[int, int] | list[str]] = []  # the new text: spans of ``lines``, added lines
     results: list[HunkResult] = []
     cursor = delta = 0
     for k, hunk in enumerate(fp.hunks, 1):
@@ -160,22 +162,29 @@ def apply_file(text: str | None, fp: FilePatch, fuzz: int = 0) -> tuple[FileResu
         base = hunk.old_start if hunk.old_len == 0 else hunk.old_start - 1
         offset = p - top - base
         delta = offset
-        out += lines[cursor:p]
-        out += [ln.text for ln in new]
+        pieces += [(cursor, p), [ln.text for ln in new]]
         cursor = p + len(old)
         if cursor == len(lines) and ((old and old[-1].no_eol) or (new and new[-1].no_eol)):
             eol = not (new and new[-1].no_eol)
         results.append(HunkResult(k, hunk.header, "ok", line=p + 1, offset=offset, fuzz=f))
     if any(r.status == "failed" for r in results):
         return FileResult(path, False, tuple(results)), None
-    out += lines[cursor:]
+    pieces.append((cursor, len(lines)))
     if fp.is_delete:
-        if out:
+        left = sum(piece[1] - piece[0] if isinstance(piece, tuple) else len(piece) for piece in pieces)
+        if left:
             return FileResult(path, False, tuple(results),
-                              reason=f"the patch deletes the file but {len(out)} lines would remain"), None
+                              reason=f"the patch deletes the file but {left} lines would remain"), None
         return FileResult(path, True, tuple(results)), FileChange(None)
+
+    def new_lines() -> list[str]:  # built only when the text is asked for (verify: rarely)
+        out: list[str] = []
+        for piece in pieces:
+            out += lines[piece[0]:piece[1]] if isinstance(piece, tuple) else piece
+        return out
+
     return FileResult(path, True, tuple(results)), FileChange(None, fp.new_mode if fp.is_new else None,
-                                                             lines=out, eol=eol)
+                                                             lines=new_lines, eol=eol)
 
 
 def attempt(files: tuple[FilePatch, ...] | list[FilePatch], read: Reader, fuzz: int = 0) -> Attempt:
