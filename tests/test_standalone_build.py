@@ -339,6 +339,7 @@ def test_two_stage_build_of_the_real_extraction(pytorch_tree, tmp_path):
     lines = _smoke(build, tmp_path)
     assert lines["device_count"] == "0" and lines["torch_version"].startswith("2.6.0")
     assert lines["allocator"] == "native"
+    assert lines["statistics_keys"] == "17"  # 2.6's DeviceStats: every key torch reports
     maps = json.loads(lines["c10_libraries"])
     assert [Path(p).name for p in maps] == ["libc10.so", "libc10_cuda.so", Path(maps[2]).name]
     probe = ("import sys, json; sys.path.insert(0, sys.argv[1]); import _CUDAC; "
@@ -378,3 +379,26 @@ def test_decoupled_build_with_the_extractions_own_patches(pytorch_tree, tmp_path
     regions = list((build / "src/stage2/extracted/torch_cuda/csrc/regions/c10").rglob("*.inc"))
     assert any("C10_LAUNCH_BOUNDS_1" in r.read_text() for r in regions)  # ... and back here
     assert _smoke(build, tmp_path)["device_count"] == "0"  # the kernel used the macro via nvcc
+
+
+@pytest.mark.realtree
+@pytest.mark.slow
+def test_two_stage_build_of_another_release(other_pytorch_tree, tmp_path):
+    """The same overlay builds another release's extraction (1.13.1: Warning is a namespace
+    there, c10 has no setHasPrimaryContext and no allocator backends, DeviceStats lives in
+    c10::cuda::CUDACachingAllocator and lacks four later statistics); stage 2 probes the
+    staged c10 and _CUDAC adapts (stage2/CMakeLists.txt, csrc/cudac_module.cpp)."""
+    ext = tmp_path / "third_device" / "torch_cuda"
+    assert extract_for_tests(other_pytorch_tree, ext) == "tdev extract"
+    env = clean_env(CCACHE_DIR=str(CCACHE_DIR), TDEV_TORCH_SOURCE_DIR=str(other_pytorch_tree))
+    out = _cli("build", "--backend", "cuda", "--source", str(ext), "--launcher", "ccache", "-j2",
+               env=env)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
+    build = ext / "build" / "cuda"
+    log = (build / "stage2" / ".wrapped-cmake").glob("*.log")
+    assert any("Warning class 0, setHasPrimaryContext 0, allocator name() 0" in p.read_text()
+               for p in log)
+    lines = _smoke(build, tmp_path)
+    assert lines["torch_version"].startswith("1.13") and lines["device_count"] == "0"
+    assert lines["statistics_keys"] == "13" and lines["allocator"] == "native"
+

@@ -4,7 +4,6 @@
 // Function names follow torch._C's CUDA bindings (torch/csrc/cuda/Module.cpp) where they exist.
 #include <pybind11/pybind11.h>
 
-#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -16,41 +15,78 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <variant>
 
 #include <cuda.h>  // CUresult and friends only: libcuda is reached through cudart, never linked
 
 #include "cudac_kernels.h"
 
+// The c10 API differs between PyTorch releases; stage2/CMakeLists.txt probes the staged c10
+// and defines TDEV_C10_* (1 where this release has the feature). The statistics are read
+// through the type getDeviceStats returns, whichever namespace defines it.
+
+#if TDEV_C10_SET_PRIMARY_CONTEXT
 // Defined (and exported) in c10/cuda/CUDAFunctions.cpp, declared in no header: ATen's CUDAHooks
 // registers the real check this way; _CUDAC stands in for ATen here.
 namespace c10::cuda::_internal {
 C10_CUDA_API void setHasPrimaryContext(bool (*func)(c10::DeviceIndex));
 }  // namespace c10::cuda::_internal
+#endif
 
 namespace py = pybind11;
 namespace alloc = c10::cuda::CUDACachingAllocator;
-using c10::CachingDeviceAllocator::DeviceStats;
-using c10::CachingDeviceAllocator::Stat;
-using c10::CachingDeviceAllocator::StatArray;
+using DeviceStats = decltype(alloc::getDeviceStats(0));
 
 namespace {
+
+void python_warning(PyObject* category, const std::string& msg) {
+  py::gil_scoped_acquire gil;
+  if (PyErr_WarnEx(category, msg.c_str(), 1) != 0) {
+    PyErr_Clear();  // a warning filter of "error" cannot unwind through C++
+  }
+}
 
 // c10 warnings (TORCH_WARN) become Python warnings instead of lines on stderr.
 class PythonWarningHandler : public c10::WarningHandler {
  public:
+#if TDEV_C10_WARNING_CLASS
   void process(const c10::Warning& warning) override {
-    py::gil_scoped_acquire gil;
-    PyObject* category =
-        std::holds_alternative<c10::DeprecationWarning>(warning.type())
-        ? PyExc_DeprecationWarning
-        : PyExc_UserWarning;
-    if (PyErr_WarnEx(category, warning.msg().c_str(), 1) != 0) {
-      PyErr_Clear();  // a warning filter of "error" cannot unwind through C++
-    }
+    python_warning(std::holds_alternative<c10::DeprecationWarning>(warning.type())
+                       ? PyExc_DeprecationWarning : PyExc_UserWarning,
+                   warning.msg());
   }
+#else  // before the Warning class (1.x): location, message, verbatim
+  void process(const c10::SourceLocation&, const std::string& msg, const bool) override {
+    python_warning(PyExc_UserWarning, msg);
+  }
+#endif
 };
 PythonWarningHandler warning_handler;
+
+void install_warning_handler() {
+#if TDEV_C10_WARNING_CLASS
+  c10::WarningUtils::set_warning_handler(&warning_handler);
+#else
+  c10::Warning::set_warning_handler(&warning_handler);
+#endif
+}
+
+// Statistics some releases' DeviceStats have and others do not (requested_bytes since 2.0,
+// num_sync_all_streams and num_device_alloc/free later): reported only where they exist, as
+// torch._C._cuda_memoryStats of the same release does.
+#define TDEV_OPTIONAL_FIELD(field)                                                   \
+  template <typename T, typename = void>                                             \
+  struct has_##field : std::false_type {};                                           \
+  template <typename T>                                                              \
+  struct has_##field<T, std::void_t<decltype(std::declval<const T&>().field)>>       \
+      : std::true_type {};
+TDEV_OPTIONAL_FIELD(num_sync_all_streams)
+TDEV_OPTIONAL_FIELD(num_device_alloc)
+TDEV_OPTIONAL_FIELD(num_device_free)
+TDEV_OPTIONAL_FIELD(requested_bytes)
+#undef TDEV_OPTIONAL_FIELD
 
 std::once_flag allocator_once;
 
@@ -66,6 +102,7 @@ c10::DeviceIndex check_device(int64_t device) {
   return static_cast<c10::DeviceIndex>(device);
 }
 
+template <typename Stat>
 py::dict stat_dict(const Stat& s) {
   py::dict d;
   d["current"] = s.current;
@@ -75,6 +112,7 @@ py::dict stat_dict(const Stat& s) {
   return d;
 }
 
+template <typename StatArray>
 py::dict stat_array_dict(const StatArray& a) {
   static const std::array<const char*, 3> names = {"all", "small_pool", "large_pool"};
   py::dict d;
@@ -84,15 +122,16 @@ py::dict stat_array_dict(const StatArray& a) {
   return d;
 }
 
-// The same nested dict as torch._C._cuda_memoryStats.
-py::dict stats_dict(const DeviceStats& s) {
+// The same nested dict as torch._C._cuda_memoryStats of the release.
+template <typename S>
+py::dict stats_dict(const S& s) {
   py::dict r;
   r["num_alloc_retries"] = s.num_alloc_retries;
   r["num_ooms"] = s.num_ooms;
   r["max_split_size"] = s.max_split_size;
-  r["num_sync_all_streams"] = s.num_sync_all_streams;
-  r["num_device_alloc"] = s.num_device_alloc;
-  r["num_device_free"] = s.num_device_free;
+  if constexpr (has_num_sync_all_streams<S>::value) r["num_sync_all_streams"] = s.num_sync_all_streams;
+  if constexpr (has_num_device_alloc<S>::value) r["num_device_alloc"] = s.num_device_alloc;
+  if constexpr (has_num_device_free<S>::value) r["num_device_free"] = s.num_device_free;
   r["allocation"] = stat_array_dict(s.allocation);
   r["segment"] = stat_array_dict(s.segment);
   r["active"] = stat_array_dict(s.active);
@@ -101,7 +140,7 @@ py::dict stats_dict(const DeviceStats& s) {
   r["reserved_bytes"] = stat_array_dict(s.reserved_bytes);
   r["active_bytes"] = stat_array_dict(s.active_bytes);
   r["inactive_split_bytes"] = stat_array_dict(s.inactive_split_bytes);
-  r["requested_bytes"] = stat_array_dict(s.requested_bytes);
+  if constexpr (has_requested_bytes<S>::value) r["requested_bytes"] = stat_array_dict(s.requested_bytes);
   r["oversize_allocations"] = stat_dict(s.oversize_allocations);
   r["oversize_segments"] = stat_dict(s.oversize_segments);
   return r;
@@ -148,8 +187,10 @@ uint64_t as_handle(const c10::cuda::CUDAStream& s) {
 
 PYBIND11_MODULE(_CUDAC, m) {
   m.doc() = "CUDA bindings of the standalone torch_cuda build (c10_cuda from the extraction)";
-  c10::WarningUtils::set_warning_handler(&warning_handler);
+  install_warning_handler();
+#if TDEV_C10_SET_PRIMARY_CONTEXT
   c10::cuda::_internal::setHasPrimaryContext(&has_primary_context);
+#endif
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -162,7 +203,7 @@ PYBIND11_MODULE(_CUDAC, m) {
 
   m.def("_cuda_init", &lazy_init, "initialise the caching allocator for every device");
   m.def("_cuda_hasPrimaryContext", [](int64_t device) {
-    return c10::cuda::hasPrimaryContext(check_device(device));
+    return has_primary_context(check_device(device));  // what c10 asks through the hook
   });
   m.def("_cuda_getDeviceCount", [] { return static_cast<int>(c10::cuda::device_count()); });
   m.def("_cuda_getDriverVersion", [] {
@@ -197,7 +238,14 @@ PYBIND11_MODULE(_CUDAC, m) {
   });
 
   // --- the extracted CUDACachingAllocator --------------------------------------------------
-  m.def("_cuda_getAllocatorBackend", [] { lazy_init(); return alloc::name(); });
+  m.def("_cuda_getAllocatorBackend", [] {
+    lazy_init();
+#if TDEV_C10_ALLOCATOR_NAME
+    return alloc::name();
+#else
+    return std::string("native");  // releases before PYTORCH_CUDA_ALLOC_CONF's backend:
+#endif
+  });
   m.def("_cuda_memoryStats", [](int64_t device) {
     lazy_init();
     return stats_dict(alloc::getDeviceStats(check_device(device)));
