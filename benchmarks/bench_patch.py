@@ -1,8 +1,9 @@
 """Benchmark `tdev patch verify` of the shipped series on the real PyTorch 2.6.0 tree against
 `git apply --check` of the same patches, timed in the same run (medians of several runs).
-Both shipped series are measured: `torch_patches/series` (the RFC's two patches) and
-`torch_patches/extract-2.6.0/series` (the 82 patches `tdev extract` writes for 2.6.0: ~1,000
-hunks, ~22,000 hunk lines), the one where the work, not the start-up, decides.
+Both shipped series are measured: `torch_patches/series` (the RFC's two patches for 2.6, and
+one for 1.13 that its Applies-To excludes here) and `torch_patches/extract-2.6.0/series` (the
+82 patches `tdev extract` writes for 2.6.0: 199 hunks, ~4,400 hunk lines), the one where the
+work, not the start-up, decides. git gets the patches that apply to the tree's version.
 
     python benchmarks/bench_patch.py [--runs N] [--torch-src PATH] [--strict]
 
@@ -74,10 +75,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def bench_series(directory: Path, tree: Path, git: str, runs: int) -> bool:
     from tdev.patch import ops
+    from tdev.patch.meta import tree_version, version_matches
     from tdev.patch.series import load_series
 
     series = load_series(directory)
-    patches = [str(p.path) for p in series.patches]
+    version = tree_version(tree) or ""
+    chosen = [p for p in series.patches
+              if not p.meta.applies_to or version_matches(p.meta.applies_to, version)]
+    patches = [str(p.path) for p in chosen]
 
     def verify() -> None:
         report = ops.check(directory, tree)
@@ -99,8 +104,8 @@ def bench_series(directory: Path, tree: Path, git: str, runs: int) -> bool:
     cli_ms, _ = median_ms(cli, max(3, runs // 3))
     py_ms, _ = median_ms(bare_python, max(3, runs // 3))
 
-    print(f"tdev patch verify: {directory} ({len(patches)} patches, "
-          f"{sum(len(fp.hunks) for p in series.patches for fp in p.files)} hunks) on {tree}")
+    print(f"tdev patch verify: {directory} ({len(patches)} patches for {version}, "
+          f"{sum(len(fp.hunks) for p in chosen for fp in p.files)} hunks) on {tree}")
     print(f"  runs: {runs} (CLI: {max(3, runs // 3)}), medians")
     print(f"  verify (library)          {lib_ms:9.2f} ms")
     print(f"  git apply --check         {git_ms:9.2f} ms   (baseline)")

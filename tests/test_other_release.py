@@ -61,9 +61,13 @@ def test_the_extractions_patches_apply_and_unapply_to_the_byte(extracted, tmp_pa
     assert tree_hash(work) == before
 
 
-def test_the_shipped_26_series_is_excluded_by_version(other_pytorch_tree: Path):
+def test_the_shipped_series_is_chosen_by_version(other_pytorch_tree: Path):
+    """The RFC's patches are made for 2.6 and excluded here by their Applies-To; the GCC 13 fix
+    for 1.13's c10 applies (and is excluded on 2.6, which has the include)."""
     r = tdev("patch", "verify", "--torch-src", str(other_pytorch_tree), "--json")
     assert r.returncode == 0, r.stdout + r.stderr
-    doc = json.loads(r.stdout)
-    assert doc["patches"] and {p["state"] for p in doc["patches"]} == {"excluded"}
-    assert all("excludes PyTorch 1.13" in p["reason"] for p in doc["patches"])
+    states = {p["name"]: (p["state"], p["reason"]) for p in json.loads(r.stdout)["patches"]}
+    rfc = [n for n in states if n.startswith(("0001-", "0002-"))]
+    assert len(rfc) == 2 and all(states[n][0] == "excluded" and "excludes PyTorch 1.13" in states[n][1]
+                                 for n in rfc)
+    assert states["0003-c10-registry-include-stdexcept-for-gcc13.patch"][0] == "applies"

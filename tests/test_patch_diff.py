@@ -22,11 +22,14 @@ def test_shipped_series_is_found_as_package_data_and_has_full_headers():
     assert (shipped_series_dir() / "series").is_file()
     names = [p.name for p in series.patches]
     assert names == ["0001-caffe2-link-cudart-for-kineto-in-cpu-stage.patch",
-                     "0002-dynamo-get-cuda-stream-from-cudac.patch"]
+                     "0002-dynamo-get-cuda-stream-from-cudac.patch",
+                     "0003-c10-registry-include-stdexcept-for-gcc13.patch"]
     for patch in series.patches:
         assert patch.meta.missing() == [], patch.name
-        assert version_matches(patch.meta.applies_to, "2.6.0a0")
-    first, second = series.patches
+    first, second, third = series.patches
+    assert [version_matches(p.meta.applies_to, "2.6.0a0") for p in series.patches] == [True, True, False]
+    assert version_matches(third.meta.applies_to, "1.13.0a0") and [f.path for f in third.files] == [
+        "c10/util/Registry.h"]
     assert [f.path for f in first.files] == ["caffe2/CMakeLists.txt"]
     assert "CUDA::cudart" in "".join(ln.text for h in first.files[0].hunks for ln in h.lines)
     added = [ln.text for h in second.files[0].hunks for ln in h.lines if ln.tag == "+"]

@@ -24,7 +24,8 @@ pytestmark = pytest.mark.realtree
 CMAKE = "caffe2/CMakeLists.txt"
 DYNAMO = "torch/_dynamo/device_interface.py"
 SHIPPED = ["0001-caffe2-link-cudart-for-kineto-in-cpu-stage.patch",
-           "0002-dynamo-get-cuda-stream-from-cudac.patch"]
+           "0002-dynamo-get-cuda-stream-from-cudac.patch"]  # for 2.6; 0003 is for 1.13 (excluded here)
+FOR_113 = "0003-c10-registry-include-stdexcept-for-gcc13.patch"
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +60,9 @@ def test_shipped_series_verify_apply_status_unapply(tree_copy, tmp_path):
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert f"patches from {shipped_series_dir()}" in verify.stdout
     cases = ET.parse(junit).getroot().findall("testsuite/testcase")
-    assert [c.get("name") for c in cases] == SHIPPED and not any(c.find("failure") is not None for c in cases)
+    assert [c.get("name") for c in cases] == SHIPPED + [FOR_113]
+    assert not any(c.find("failure") is not None for c in cases)
+    assert [c.find("skipped") is not None for c in cases] == [False, False, True]
     assert tree_hash(tree) == pristine  # verify never writes
 
     applied = tdev("patch", "apply", "--torch-src", str(tree), "--json")
@@ -75,7 +78,7 @@ def test_shipped_series_verify_apply_status_unapply(tree_copy, tmp_path):
     status = tdev("patch", "status", "--torch-src", str(tree), "--json")
     assert status.returncode == 0
     assert [(p["name"], p["state"]) for p in json.loads(status.stdout)["patches"]] == [
-        (name, "applied") for name in SHIPPED]
+        (name, "applied") for name in SHIPPED] + [(FOR_113, "excluded")]
 
     unapplied = tdev("patch", "unapply", "--torch-src", str(tree))
     assert unapplied.returncode == 0, unapplied.stdout + unapplied.stderr
@@ -147,7 +150,8 @@ def test_port_to_a_modified_copy_reports_what_was_done(tree_copy, tmp_path):
     _replace(new / DYNAMO, dyn.replace(ctx, "    get_cuda_stream = None  # CPU-only build\n", 1))
     report = merge.port(None, tree, new, tmp_path / "ported")
     assert report.ok
-    assert [(p.name, p.status) for p in report.patches] == [(SHIPPED[0], "offset"), (SHIPPED[1], "merged")]
+    assert [(p.name, p.status) for p in report.patches] == [(SHIPPED[0], "offset"), (SHIPPED[1], "merged"),
+                                                            (FOR_113, "excluded")]
     assert [(f.path, f.status, f.offsets) for f in report.patches[0].files] == [(CMAKE, "offset", (12,))]
     assert [(f.path, f.status) for f in report.patches[1].files] == [(DYNAMO, "merged")]
     # the ported series applies exactly to the new tree and keeps the new tree's own change
@@ -163,7 +167,7 @@ def test_port_to_a_modified_copy_reports_what_was_done(tree_copy, tmp_path):
                                        "from torch._C import _cuda_getCurrentRawStream_v2", 1))
     report = merge.port(None, tree, new, tmp_path / "ported2")
     assert not report.ok
-    assert [p.status for p in report.patches] == ["offset", "conflict"]
+    assert [p.status for p in report.patches] == ["offset", "conflict", "excluded"]
     conflict = Path(report.patches[1].conflict_file).read_text()
     assert "_cuda_getCurrentRawStream_v2" in conflict and "+    from torch.cuda._CUDAC import" in conflict
     assert tree_hash(tree) == pristine  # port reads the old tree only

@@ -105,7 +105,7 @@ def gpu_smoke(C) -> None:
     show("pool_stream", hex(stream))
     check(stream != default_stream, "a pool stream differs from the current stream")
     before = C._cuda_memoryStats(0)
-    check(set(before) == set(template), "statistics keys of device 0")
+    check(set(before) == set(C._cuda_memoryStatsTemplate()), "statistics keys of device 0")
     show("stats_before", stats_brief(before))
     n = 1 << 20  # floats: 4 MiB, a large-pool block
     t0 = time.perf_counter()
