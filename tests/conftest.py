@@ -35,6 +35,18 @@ def pytorch_tree() -> Path:
 
 
 @pytest.fixture(scope="session")
+def debian_patch_series() -> Path:
+    """Debian's own quilt series for the 2.6.0 tree (debian/patches of the same source
+    package): a vendor series written by others, DEP-3 headers, patches that build on each
+    other. Only to be read."""
+    out = subprocess.run(["bash", str(REPO / "tools" / "get-pytorch-src.sh"), "--debian-patches",
+                          PYTORCH_VERSION], check=True, capture_output=True, text=True)
+    series = Path(out.stdout.strip().splitlines()[-1])
+    assert (series / "series").is_file(), series
+    return series
+
+
+@pytest.fixture(scope="session")
 def other_pytorch_tree() -> Path:
     """A second real PyTorch release, also only to be read."""
     return _fetch_tree("TDEV_OTHER_PYTORCH_SRC", OTHER_PYTORCH_VERSION)

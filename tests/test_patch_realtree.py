@@ -171,3 +171,38 @@ def test_port_to_a_modified_copy_reports_what_was_done(tree_copy, tmp_path):
     conflict = Path(report.patches[1].conflict_file).read_text()
     assert "_cuda_getCurrentRawStream_v2" in conflict and "+    from torch.cuda._CUDAC import" in conflict
     assert tree_hash(tree) == pristine  # port reads the old tree only
+
+
+def test_a_vendor_series_debians_own_patches(tree_copy, debian_patch_series, tmp_path):
+    """Debian's quilt series for this tree, read as it is: 17 patches with DEP-3 headers, three
+    of them on caffe2/CMakeLists.txt, each made on top of the ones before (GNU patch --dry-run
+    of one alone, and one `git apply --check` of them all, reject that). verify says all apply;
+    apply, status, apply again, unapply behave; the tree comes back to the byte."""
+    tree, pristine = tree_copy
+    names = [ln for ln in (debian_patch_series / "series").read_text().split() if ln]
+    verify = tdev("patch", "verify", "--series", str(debian_patch_series), "--torch-src", str(tree), "--json")
+    assert verify.returncode == 0, verify.stdout[-2000:] + verify.stderr
+    doc = json.loads(verify.stdout)
+    assert [p["name"] for p in doc["patches"]] == names and len(names) >= 10
+    assert {p["state"] for p in doc["patches"]} == {"applies"}
+    assert any("header lacks" in w for w in doc["warnings"])  # Debian's headers have no Applies-To
+    stacked = [f for f, n in __import__("collections").Counter(
+        f["path"] for p in doc["patches"] for f in p["files"]).items() if n > 1]
+    assert CMAKE in stacked
+
+    series = ["--series", str(debian_patch_series), "--torch-src", str(tree)]
+    applied = tdev("patch", "apply", *series, "--json")
+    assert applied.returncode == 0, applied.stdout[-2000:] + applied.stderr
+    changed = json.loads(applied.stdout)["changed"]
+    assert CMAKE in changed and "version.txt" in changed
+    status = tdev("patch", "status", *series, "--json")
+    assert {p["state"] for p in json.loads(status.stdout)["patches"]} == {"applied"}
+    again = tdev("patch", "apply", *series)
+    assert again.returncode == 1 and "already applied" in again.stdout + again.stderr
+    skip = tdev("patch", "apply", *series, "--skip-applied", "--json")
+    assert skip.returncode == 0 and json.loads(skip.stdout)["changed"] == []
+    assert tdev("patch", "unapply", *series).returncode == 0
+    assert tree_hash(tree) == pristine
+    nothing = tdev("patch", "unapply", *series, "--skip-unapplied", "--json")
+    assert nothing.returncode == 0 and json.loads(nothing.stdout)["changed"] == []
+    assert tree_hash(tree) == pristine

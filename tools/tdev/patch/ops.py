@@ -92,6 +92,27 @@ def plan(series: Series, tree: Tree, *, reverse: bool = False, fuzz: int = 0,
     return out
 
 
+def survey(series: Series, tree: Tree, *, reverse: bool = False, fuzz: int = 0,
+           version: str | None = None) -> Plan:
+    """:func:`plan` in the command's direction, read the other way when that is what fits.
+
+    A forward walk lets each patch see the ones before it applied: right for a tree that has
+    none of the series. A backward walk takes each patch out of what the later ones left: right
+    for a tree that has all of it. When patches touch the same lines (a vendor series often
+    does: Debian's has three for caffe2/CMakeLists.txt), only one of the two reads the tree
+    without conflicts, so when the command's own walk finds a conflict the other is tried; it
+    is taken when it finds none and says the whole series is in the tree (forward command) or
+    out of it (backward), with nothing to write: the command has nothing to do."""
+    first = plan(series, tree, reverse=reverse, fuzz=fuzz, version=version)
+    if not any(r.state == "conflict" for r in first.results):
+        return first
+    other = plan(series, tree, reverse=not reverse, fuzz=fuzz, version=version)
+    done = "applies" if reverse else "applied"
+    if all(r.state in (done, "excluded") for r in other.results):
+        return Plan(other.results, {}, other.touched_applied)
+    return first
+
+
 def _failure(results: list[PatchResult], *, unwanted: str, hint: str) -> str:
     """One line naming the first patch that stops the command (or '')."""
     for r in results:
@@ -124,7 +145,7 @@ def check(series_dir: Path | str | None, torch_src: Path | str, *, command: str 
     series, tree = load_series(series_dir), open_tree(torch_src)
     version = tree_version(tree.root)
     with tree.lock(wait=wait, shared=True):
-        p = plan(series, tree, fuzz=fuzz, version=version)
+        p = survey(series, tree, fuzz=fuzz, version=version)
     return _report(command, series, tree, version, p,
                    _failure(p.results, unwanted="", hint=""))
 
@@ -148,7 +169,7 @@ def _write(command: str, series_dir, torch_src, skip_done: bool, fuzz: int, wait
     with tree.lock(wait=wait):
         restored = tree.recover()
         warnings = [f"rolled back an interrupted run ({len(restored)} files restored)"] if restored else []
-        p = plan(series, tree, reverse=reverse, fuzz=fuzz, version=version)
+        p = survey(series, tree, reverse=reverse, fuzz=fuzz, version=version)
         unwanted = "" if skip_done else ("applies" if reverse else "applied")
         hint = ("--skip-unapplied skips it" if reverse else "--skip-applied skips it")
         message = _failure(p.results, unwanted=unwanted, hint=hint)
