@@ -353,6 +353,23 @@ def test_two_stage_build_of_the_real_extraction(pytorch_tree, tmp_path):
     # a second build is a no-op for both stages
     again = _cli(*args, env=env)
     assert again.returncode == 0 and again.stdout.count("(up to date)") >= 3, again.stdout
+    # install: one prefix (lib/, python/, include/, lib/cmake/c10) that still loads once moved,
+    # its own libraries first, never the build directory's
+    prefix = tmp_path / "prefix"
+    assert _cli("install", *args[1:], "--prefix", str(prefix), env=env).returncode == 0
+    moved = tmp_path / "moved"
+    prefix.rename(moved)
+    assert {p.name for p in (moved / "lib").glob("*.so")} == {"libc10.so", "libc10_cuda.so"}
+    for header in ("c10/core/Device.h", "c10/cuda/CUDAStream.h", "c10/cuda/impl/cuda_cmake_macros.h"):
+        assert (moved / "include" / header).is_file(), header
+    assert (moved / "lib/cmake/c10/c10Config.cmake").is_file()
+    probe = ("import sys, json; sys.path.insert(0, sys.argv[1]); import _CUDAC; "
+             "print(json.dumps([_CUDAC._cuda_getDeviceCount(), sorted({l.split()[-1] for l in "
+             "open('/proc/self/maps') if 'libc10' in l or '_CUDAC' in l})]))")
+    got = subprocess.run([sys.executable, "-c", probe, str(moved / "python")], capture_output=True,
+                         text=True, env=clean_env(), cwd=tmp_path)
+    count, libs = json.loads(got.stdout)
+    assert count == 0 and len(libs) == 3 and all(lib.startswith(str(moved)) for lib in libs), libs
     plan = _cli("build", "--backend", "cuda", "--source", str(ext), "--plan", env=env)
     assert plan.returncode == 0 and "translation units in a full torch_cuda build" in plan.stdout
     print(plan.stdout)

@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     env.set_defaults(func=cmd_env)
     helps = {"configure": "configure the build directory (only when stale, unless --fresh)",
              "build": "configure if needed, then build (incremental)",
-             "install": "build, then cmake --install",
+             "install": "build, then cmake --install (a standalone torch_cuda build: both "
+                        "stages into --prefix)",
              "clean": "remove build outputs (--all: the whole build directory)"}
     for name, text in helps.items():
         p = sub.add_parser(name, help=text, description=text, epilog=EPILOG,

@@ -1,4 +1,4 @@
-"""``wrapped-cmake build|clean --source <extraction>``: render the standalone torch_cuda build.
+"""``wrapped-cmake build|install|clean --source <extraction>``: the standalone torch_cuda build.
 
 Parsing stays in :mod:`.cli`; this module calls :mod:`.standalone` / :mod:`.plan` and prints.
 """
@@ -8,6 +8,7 @@ import argparse
 import json
 import shutil
 import sys
+from pathlib import Path
 from typing import Callable
 
 from .errors import EXIT_FAILED, EXIT_OK, InputError
@@ -20,21 +21,28 @@ def cmd_standalone(args: argparse.Namespace, settings: Settings,
 
     if args.command == "clean":
         return _clean(args, settings)
-    if args.command != "build":
+    if args.command not in ("build", "install"):
         raise InputError(f"wrapped-cmake {args.command}", "the standalone torch_cuda build of "
-                         f"{settings.source_dir} supports `build` (with --plan, --targets) and "
-                         "`clean`")
-    if args.explain:
+                         f"{settings.source_dir} supports `build` (with --plan, --targets), "
+                         "`install --prefix DIR` and `clean`")
+    install_to = None
+    if args.command == "install":
+        prefix = args.prefix or settings.install_prefix
+        if prefix is None:
+            raise InputError("wrapped-cmake install", "where to? give --prefix DIR (or the "
+                             "install-prefix setting)")
+        install_to = Path(prefix).resolve()
+    if getattr(args, "explain", False):
         inputs = standalone.resolve_inputs(settings)
         print(json.dumps(inputs.to_dict(), indent=2) if args.json else "\n".join(
             f"{k}: {v}" for k, v in inputs.to_dict().items()))
         return EXIT_OK
-    if args.plan:
+    if getattr(args, "plan", False):
         from .plan import make_plan, render
         report = make_plan(standalone.resolve_inputs(settings), settings.jobs)
         print(json.dumps(report.to_dict(), indent=2) if args.json else render(report))
         return EXIT_OK
-    result = standalone.build(settings, echo=echo)
+    result = standalone.build(settings, echo=echo, install_to=install_to)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
         return EXIT_OK if result.ok else EXIT_FAILED

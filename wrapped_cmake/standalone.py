@@ -129,7 +129,10 @@ def resolve_inputs(settings: Settings, env: Mapping[str, str] | None = None) -> 
 
 
 def build(settings: Settings, env: Mapping[str, str] | None = None,
-          echo: Callable[[str], None] | None = None) -> StandaloneResult:
+          echo: Callable[[str], None] | None = None, install_to: Path | None = None) -> StandaloneResult:
+    """Stage, build stage 1 (installed into the build directory) and stage 2; with
+    ``install_to``, then install both stages there (lib/: libc10, libc10_cuda; python/: _CUDAC;
+    include/ and lib/cmake/c10), with RPATHs relative to the prefix."""
     env = dict(os.environ if env is None else env)
     inputs = resolve_inputs(settings, env)
     result = StandaloneResult(inputs, warnings=list(inputs.warnings))
@@ -191,6 +194,16 @@ def build(settings: Settings, env: Mapping[str, str] | None = None,
         return result
     modules = sorted((build_dir / "stage2" / "python").glob("_CUDAC*.so"))
     result.module = modules[0] if modules else None
+    if install_to is not None:
+        for name, stage_settings in (("stage1", s1), ("stage2", s2)):
+            say(f"wrapped-cmake: installing {name} into {install_to}")
+            run = CMaker(stage_settings, env=env, echo=echo).install(install_to)
+            result.runs[f"{name}-install"] = run
+            if not run.ok:
+                result.failure = run.failure
+                return result
+        installed = sorted((install_to / "python").glob("_CUDAC*.so"))
+        result.module = installed[0] if installed else result.module
     if settings.compile_commands:
         from .presets import link_compile_commands
         _, w = link_compile_commands(settings.source_dir, build_dir / "stage2")
