@@ -307,9 +307,25 @@ def test_starlark_never_executes_calls(tmp_path):
     out = evaluate_starlark(src)
     assert not marker.exists()
     assert out.functions == ["f"]
-    assert set(out.opaque) == {"a", "b", "c", "d", "e"} and out.texts("ok") == ["fine.cpp"]
-    assert {line for line, _ in out.warnings} == {3, 4, 5, 6, 7, 8}
-    assert out.texts("a") is None
+    assert set(out.opaque) == {"a", "b", "c"} and out.texts("ok") == ["fine.cpp"]
+    assert {line for line, _ in out.warnings} == {3, 4, 5, 8}
+    assert out.texts("a") is None and out.texts("d") == ["p"]  # computed here, not executed
+
+
+def test_starlark_string_methods_indexing_and_comprehensions():
+    """What 1.13's build_variables.bzl uses: a comprehension of str methods over a list."""
+    src = ('srcs = ["torch/csrc/jit/codegen/cuda/runtime/array.cu", "x/bf16_support.cu"]\n'
+           'headers = ["{}.h".format(name.split("/")[-1].split(".")[0]) for name in srcs]\n'
+           'renamed = [s.replace(".cu", ".cpp").upper().lower() for s in srcs]\n'
+           'name = "keep"\nagain = [name for name in ["a"]]\nafter = [name]\n'
+           'filtered = [s for s in srcs if s]\nunknown = [s.startswith("x") for s in srcs]\n'
+           'bad_index = [srcs[5]]\nnested = [a for a in srcs for b in srcs]\n')
+    out = evaluate_starlark(src)
+    assert out.texts("headers") == ["array.h", "bf16_support.h"]
+    assert out.texts("renamed") == ["torch/csrc/jit/codegen/cuda/runtime/array.cpp", "x/bf16_support.cpp"]
+    assert out.texts("again") == ["a"] and out.texts("after") == ["keep"]  # the loop name is restored
+    assert set(out.opaque) == {"filtered", "unknown", "bad_index", "nested"}
+    assert "index 5 out of range" in out.opaque["bad_index"].why
 
 
 def test_starlark_syntax_error_is_a_warning():

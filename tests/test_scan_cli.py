@@ -136,3 +136,15 @@ def test_real_tree_summary_and_build_precedence(pytorch_tree, tmp_path):
              env={"TDEV_CACHE_DIR": str(tmp_path)})
     assert r.returncode == 0 and len(r.stdout.splitlines()) == len(res.by_kind("cuda"))
     assert json.loads(out.read_text())["summary"]["cuda"] == len(res.by_kind("cuda"))
+
+
+def test_cache_is_not_reused_by_a_changed_scanner(mini_tree, tmp_path, monkeypatch):
+    """The key holds a digest of tdev/scan's sources: an upgraded scanner (same version number)
+    reads every file again instead of reusing answers the old code gave."""
+    from tdev.scan import cache as scan_cache
+
+    store = tmp_path / "cache"
+    scan(mini_tree, cache_dir=store)
+    assert scan(mini_tree, cache_dir=store).cache_hits > 0
+    monkeypatch.setattr(scan_cache, "_CODE_DIGEST", "another-scanner")
+    assert scan(mini_tree, cache_dir=store).cache_hits == 0

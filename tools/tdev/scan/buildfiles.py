@@ -193,8 +193,8 @@ class _Run:
             for e in entries:
                 path = posixpath.normpath(e.text) if e.text else e.text
                 if path not in self.index.files:
-                    if not _generated(e.text):
-                        missing.add(path)
+                    if not _generated(e.text) and not e.computed:  # computed: 1.13's names
+                        missing.add(path)                            # of generated headers
                     continue
                 if (path, cls) not in chosen or e.owner == name:
                     chosen[(path, cls)] = (name, e.line)

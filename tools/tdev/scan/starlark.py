@@ -2,10 +2,13 @@
 
 The file is parsed with :mod:`ast` and only a small, side-effect-free subset is interpreted:
 string and list literals, ``+`` of lists (and of strings), ``+=`` on lists, names bound earlier,
-and the pure builtins ``sorted(list)`` / ``list(list)``. Everything else (calls to functions
-defined in the file, ``str.format``, comprehensions, attribute access, ...) is *opaque*: the
-variable it is assigned to is unknown and a warning names the line. Function definitions are
-recorded as defined but never called. Nothing from the file is ever executed.
+the pure builtins ``sorted(list)`` / ``list(list)``, the string methods in ``_STR_METHODS``
+(``"{}.h".format(name.split("/")[-1])``), indexing with a whole number, and list
+comprehensions ``[expr for name in list]`` (1.13's ``libtorch_nvfuser_generated_headers``).
+Everything else (calls to functions defined in the file, conditions, attribute access, ...) is
+*opaque*: the variable it is assigned to is unknown and a warning names the line. Function
+definitions are recorded as defined but never called. Nothing from the file is ever executed:
+each construct above is computed by this module on values it made.
 
 Every string entry remembers the line it is written on and its *owner*: the first variable it
 was bound to (``libtorch_cuda_sources = libtorch_cuda_core_sources + [...]`` owns only the
@@ -24,6 +27,7 @@ class Entry:
     text: str
     line: int
     owner: str | None = None
+    computed: bool = False  # made by a string method or a comprehension, not written as is
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,12 @@ class StarlarkLists:
 
 
 _PURE_LIST_BUILTINS = ("sorted", "list")
+# str methods computed on a string value; the arguments must be strings or whole numbers
+_STR_METHODS = frozenset({"format", "split", "rsplit", "replace", "strip", "lstrip", "rstrip",
+                          "lower", "upper", "removeprefix", "removesuffix"})
+
+
+_UNBOUND = object()
 
 
 class _Evaluator:
@@ -131,9 +141,86 @@ class _Evaluator:
             return list(v) if isinstance(v, list) else v  # copy: later += must not alias
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             return self.add(self.expr(node.left), self.expr(node.right), line)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            return self.method(node, line)
         if isinstance(node, ast.Call):
             return self.call(node, line)
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node, line)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            value = self.expr(node.operand)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return -value
+            return value if isinstance(value, Opaque) else Opaque("'-' of something that is not a number", line)
+        if isinstance(node, ast.ListComp):
+            return self.comprehension(node, line)
         return Opaque(f"unsupported expression ({type(node).__name__})", line)
+
+    def method(self, node: ast.Call, line: int) -> object:
+        func = node.func
+        assert isinstance(func, ast.Attribute)
+        target = self.expr(func.value)
+        if isinstance(target, Opaque):
+            return target
+        if not isinstance(target, Entry) or func.attr not in _STR_METHODS or any(
+                isinstance(a, ast.Starred) for a in node.args) or node.keywords:
+            return Opaque(f"call to .{func.attr}() is not evaluated", line)
+        args = [self.expr(a) for a in node.args]
+        for a in args:
+            if isinstance(a, Opaque):
+                return a
+        if not all(isinstance(a, Entry) or (isinstance(a, int) and not isinstance(a, bool)) for a in args):
+            return Opaque(f".{func.attr}() of something that is not a string or a number", line)
+        plain = [a.text if isinstance(a, Entry) else a for a in args]
+        try:
+            value = getattr(target.text, func.attr)(*plain)
+        except (TypeError, ValueError, IndexError, KeyError) as e:
+            return Opaque(f".{func.attr}() failed: {e}", line)
+        if isinstance(value, str):
+            return Entry(value, target.line, computed=True)
+        return [Entry(v, target.line, computed=True) for v in value]  # split / rsplit
+
+    def subscript(self, node: ast.Subscript, line: int) -> object:
+        value, index = self.expr(node.value), self.expr(node.slice)
+        for v in (value, index):
+            if isinstance(v, Opaque):
+                return v
+        if not isinstance(index, int) or isinstance(index, bool) or not isinstance(value, (list, Entry)):
+            return Opaque("indexing other than a list or string by a whole number", line)
+        size = len(value) if isinstance(value, list) else len(value.text)
+        if not -size <= index < size:
+            return Opaque(f"index {index} out of range", line)
+        return value[index] if isinstance(value, list) else Entry(value.text[index], value.line,
+                                                                  computed=True)
+
+    def comprehension(self, node: ast.ListComp, line: int) -> object:
+        if len(node.generators) != 1:
+            return Opaque("comprehension with more than one 'for'", line)
+        gen = node.generators[0]
+        if not isinstance(gen.target, ast.Name) or gen.ifs or gen.is_async:
+            return Opaque("comprehension other than [expr for name in list]", line)
+        items = self.expr(gen.iter)
+        if isinstance(items, Opaque):
+            return items
+        if not isinstance(items, list):
+            return Opaque("comprehension over something that is not a list", line)
+        name, saved = gen.target.id, self.env.get(gen.target.id, _UNBOUND)
+        out: list[Entry] = []
+        try:
+            for item in items:
+                self.env[name] = item
+                value = self.expr(node.elt)
+                if isinstance(value, Opaque):
+                    return value
+                if not isinstance(value, Entry):
+                    return Opaque("comprehension element that is not a string", line)
+                out.append(Entry(value.text, line, computed=value.computed))
+        finally:
+            if saved is _UNBOUND:
+                self.env.pop(name, None)
+            else:
+                self.env[name] = saved
+        return out
 
     def add(self, a: object, b: object, line: int) -> object:
         for v in (a, b):
@@ -142,7 +229,7 @@ class _Evaluator:
         if isinstance(a, list) and isinstance(b, list):
             return a + b
         if isinstance(a, Entry) and isinstance(b, Entry):
-            return Entry(a.text + b.text, a.line)
+            return Entry(a.text + b.text, a.line, computed=a.computed or b.computed)
         return Opaque("'+' of values that are not both lists or both strings", line)
 
     def call(self, node: ast.Call, line: int) -> object:
