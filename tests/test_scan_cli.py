@@ -148,3 +148,25 @@ def test_cache_is_not_reused_by_a_changed_scanner(mini_tree, tmp_path, monkeypat
     assert scan(mini_tree, cache_dir=store).cache_hits > 0
     monkeypatch.setattr(scan_cache, "_CODE_DIGEST", "another-scanner")
     assert scan(mini_tree, cache_dir=store).cache_hits == 0
+
+
+def test_git_submodules_are_other_projects(mini_tree, tmp_path):
+    """A full checkout has third_party/cutlass and friends as git submodules (a .git file of
+    their own): hundreds of .cu files that are not PyTorch's CUDA code. They are not scanned
+    (so never extracted) and the summary names them; skip_nested_repos: false scans them."""
+    sub = mini_tree / "third_party" / "cutlass"
+    (sub / "include").mkdir(parents=True)
+    (sub / ".git").write_text("gitdir: ../../.git/modules/third_party/cutlass\n")
+    (sub / "include" / "gemm.cu").write_text("__global__ void g() {}\n")
+    (mini_tree / "third_party" / "cuda.BUILD").write_text("# PyTorch's own file\n")
+    r = tdev("scan", str(mini_tree), "--json", env={"TDEV_CACHE_DIR": str(tmp_path / "c")})
+    doc = json.loads(r.stdout)
+    paths = {f["path"] for f in doc["files"]}
+    assert "third_party/cutlass/include/gemm.cu" not in paths and "third_party/cuda.BUILD" in paths
+    assert doc["summary"]["nested_repositories"] == ["third_party/cutlass"]
+    text = tdev("scan", str(mini_tree), "--no-cache")
+    assert "not scanned: 1 repositories nested in the tree (git submodules): third_party/cutlass" in text.stdout
+    extra = tmp_path / "rules.yaml"
+    extra.write_text("walk:\n  skip_nested_repos: false\n")
+    every = tdev("scan", str(mini_tree), "--json", "--no-cache", "--rules", str(extra))
+    assert "third_party/cutlass/include/gemm.cu" in {f["path"] for f in json.loads(every.stdout)["files"]}

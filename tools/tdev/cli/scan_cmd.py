@@ -86,3 +86,7 @@ def render_summary(result) -> None:
     print(f"{'total':<{w}}  {s['cuda']:>6}  {s['mixed']:>6}")
     print(f"{s['files_scanned']} files scanned in {s['seconds']:.2f} s "
           f"({s['cache_hits']} from cache), {s['warnings']} warnings")
+    nested = s.get("nested_repositories") or []
+    if nested:
+        shown = ", ".join(nested[:5]) + (f" and {len(nested) - 5} more" if len(nested) > 5 else "")
+        print(f"not scanned: {len(nested)} repositories nested in the tree (git submodules): {shown}")

@@ -144,7 +144,9 @@ def make_plan(root: str | Path, scan: ScanResult, layout: Layout, *, rules: Rule
     root = Path(root).resolve()
     rules = rules or load_rules()
     prefixes = tuple(e.rstrip("/") + "/" for e in exclude)
-    entries = {e.path: e for e in walk_tree(root, rules.walk.skip_dirs) if not e.path.startswith(prefixes)}
+    nested: list[str] | None = [] if rules.walk.skip_nested_repos else None  # as the scan walks
+    entries = {e.path: e for e in walk_tree(root, rules.walk.skip_dirs, nested)
+               if not e.path.startswith(prefixes)}
     files = set(entries)
     if prefixes:
         scan = ScanResult(scan.root, scan.torch_version, [f for f in scan.files if not f.path.startswith(prefixes)],

@@ -82,6 +82,7 @@ class ScanResult:
     warnings: list[ScanWarning] = field(default_factory=list)
     seconds: float = 0.0
     cache_hits: int = 0
+    nested_repositories: list[str] = field(default_factory=list)  # not scanned (submodules)
 
     def by_kind(self, kind: Kind) -> list[FileFinding]:
         return [f for f in self.files if f.kind == kind]
@@ -99,6 +100,7 @@ class ScanResult:
             "by_top_level": dict(sorted(per_top.items())),
             "seconds": round(self.seconds, 3),
             "cache_hits": self.cache_hits,
+            "nested_repositories": list(self.nested_repositories),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -120,5 +122,6 @@ class ScanResult:
             torch_version=d.get("torch_version", "unknown"),
             files=[FileFinding.from_json(f) for f in d["files"]],
             files_scanned=int(d.get("summary", {}).get("files_scanned", 0)),
+            nested_repositories=list(d.get("summary", {}).get("nested_repositories", [])),
             warnings=[ScanWarning(w["path"], w["message"]) for w in d.get("warnings", [])],
         )

@@ -24,6 +24,7 @@ class RulesError(ValueError):
 class WalkRules:
     skip_dirs: frozenset[str]
     max_file_bytes: int
+    skip_nested_repos: bool = True  # git submodules (third_party/*) are other projects
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,8 @@ def _build(raw: dict[str, Any], where: str) -> Rules:
     try:
         w, n, b, c, p = (raw[k] for k in ("walk", "names", "build_files", "cpp", "python"))
         rules = Rules(
-            walk=WalkRules(frozenset(w["skip_dirs"]), int(w["max_file_bytes"])),
+            walk=WalkRules(frozenset(w["skip_dirs"]), int(w["max_file_bytes"]),
+                           bool(w.get("skip_nested_repos", True))),
             names=NameRules(
                 dirs=frozenset(n["dirs"]),
                 file_patterns={k: _compile(where, k, v) for k, v in n["file_patterns"].items()},

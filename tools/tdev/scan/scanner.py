@@ -108,7 +108,8 @@ def scan(root: str | Path, rules: Rules | None = None, *, jobs: int | None = Non
     try:
         # 1. walk; the files no name rule claims go to the reader at once
         maybe_named = file_name_evidence_possible(rules.names)
-        for rel, files in walk_dirs(root, rules.walk.skip_dirs):
+        nested: list[str] | None = [] if rules.walk.skip_nested_repos else None
+        for rel, files in walk_dirs(root, rules.walk.skip_dirs, nested):
             dir_ev = dir_evidence(rel[:-1], rules.names)
             cut = len(rel)
             for e in files:
@@ -163,4 +164,5 @@ def scan(root: str | Path, rules: Rules | None = None, *, jobs: int | None = Non
     warnings.sort(key=lambda w: w.path)
     return ScanResult(root=str(root), torch_version=read_version(root), files=findings,
                       files_scanned=len(entries), warnings=warnings,
-                      seconds=time.perf_counter() - t0, cache_hits=hits)
+                      seconds=time.perf_counter() - t0, cache_hits=hits,
+                      nested_repositories=sorted(nested or ()))

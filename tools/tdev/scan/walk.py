@@ -1,5 +1,8 @@
 """Walk a source tree: every regular file with its identity (for the cache), nothing followed
-through symlinked directories, skip-listed directories never entered."""
+through symlinked directories, skip-listed directories never entered, and (unless asked
+otherwise) no repository nested in the tree: a directory below the root that has a ``.git`` of
+its own is another project (a git submodule such as third_party/cutlass in a full checkout),
+not PyTorch's code; its path is reported instead."""
 from __future__ import annotations
 
 import os
@@ -18,12 +21,14 @@ class FileEntry(NamedTuple):  # a tuple: 15,000 of them are made per scan
         return (self.size, self.mtime_ns, self.ino)
 
 
-def walk_tree(root: Path, skip_dirs: frozenset[str]) -> list[FileEntry]:
+def walk_tree(root: Path, skip_dirs: frozenset[str],
+              nested: list[str] | None = None) -> list[FileEntry]:
     """All regular files under ``root`` (symlinks to files included, symlinked dirs not entered),
     sorted by path. Unreadable directories are skipped silently by design: the caller compares
-    against build files, which name what matters."""
+    against build files, which name what matters. With ``nested`` (a list), repositories nested
+    in the tree are not entered and their paths are appended to it."""
     out: list[FileEntry] = []
-    for _, files in walk_dirs(root, skip_dirs):
+    for _, files in walk_dirs(root, skip_dirs, nested):
         out.extend(files)
     out.sort(key=lambda f: f.path)
     return out
@@ -32,7 +37,7 @@ def walk_tree(root: Path, skip_dirs: frozenset[str]) -> list[FileEntry]:
 _new = tuple.__new__  # FileEntry(...) without its Python-level __new__
 
 
-def walk_dirs(root: Path, skip_dirs: frozenset[str]):
+def walk_dirs(root: Path, skip_dirs: frozenset[str], nested: list[str] | None = None):
     """Yield (relative directory with a trailing "/", or "" for the root; its files) for every
     directory under ``root``, in no particular order (see walk_tree)."""
     stack = [("", str(root))]
@@ -43,13 +48,17 @@ def walk_dirs(root: Path, skip_dirs: frozenset[str]):
         except OSError:
             continue
         files: list[FileEntry] = []
+        subdirs: list[tuple[str, str]] = []
+        own_repo = False
         with it:
             for e in it:
                 name = e.name
+                if name == ".git" and rel and nested is not None:
+                    own_repo = True
                 try:
                     if e.is_dir(follow_symlinks=False):
                         if name not in skip_dirs:
-                            stack.append((f"{rel}{name}/", e.path))
+                            subdirs.append((f"{rel}{name}/", e.path))
                         continue
                     if not e.is_file():
                         continue
@@ -57,6 +66,10 @@ def walk_dirs(root: Path, skip_dirs: frozenset[str]):
                 except OSError:
                     continue
                 files.append(_new(FileEntry, (rel + name, st.st_size, st.st_mtime_ns, st.st_ino)))
+        if own_repo:
+            nested.append(rel[:-1])  # type: ignore[union-attr]
+            continue
+        stack += subdirs
         yield rel, files
 
 
