@@ -1,19 +1,15 @@
 """The standalone two-stage torch_cuda build: manifest, target sets, staging with patches, the
---plan estimate, the CLI, and (realtree, slow) the real build of c10 + c10_cuda + _CUDAC from
-PyTorch 2.6.0 with ccache, imported in a clean process."""
+--plan estimate and the CLI, on small trees and (realtree) the plan of the real extraction.
+The real builds are in test_standalone_realbuild.py."""
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tdev.patch.diff import format_file_patch, make_file_patch
 from wrapped_cmake.errors import InputError
 from wrapped_cmake.plan import ccache_hits, make_plan, parse_ninja_log, record_unit_times
 from wrapped_cmake.settings import load_settings
@@ -24,11 +20,7 @@ from wrapped_cmake.testing import clean_env
 from wrapped_cmake.torch_manifest import load_manifest
 from wrapped_cmake.torch_targets import glob_match, load_target_sets
 
-REPO = Path(__file__).resolve().parents[1]
-OVERLAY = REPO / "third_device" / "torch_cuda_overlay"
-SMOKE = OVERLAY / "smoke_test.py"
-CCACHE_DIR = Path.home() / ".cache" / "tdev" / "ccache-standalone"
-CUDA_FILE = "c10/cuda/CUDAMiscFunctions.cpp"
+from test_standalone_support import CUDA_FILE, OVERLAY, REPO, cli as _cli, series_with as _series
 
 
 def _tree(root: Path) -> Path:
@@ -58,17 +50,6 @@ def _extract(tree: Path, out: Path, version: str | None = "2.6.0", **extra) -> P
         doc["torch_version"] = version
     (out / "MANIFEST.json").write_text(json.dumps(doc))
     return out
-
-
-def _series(root: Path, name: str, path: str, old: str, new: str, applies: str = ">=2.6,<2.7"):
-    root.mkdir(parents=True, exist_ok=True)
-    header = (f"Description: test patch {name}\nWhy: tests\nUpstream: not-needed\n"
-              f"Applies-To: {applies}\n\n")
-    (root / f"{name}.patch").write_text(header + format_file_patch(
-        make_file_patch(path, old, new)))
-    with open(root / "series", "a") as f:
-        f.write(f"{name}.patch\n")
-    return root
 
 
 @pytest.fixture
@@ -255,11 +236,6 @@ def test_plan_counts_units_and_estimates_from_compiles_not_cache_hits(small, tmp
 
 # --- the command line ------------------------------------------------------------------------
 
-def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "wrapped_cmake", *args], capture_output=True,
-                          text=True, env=env or clean_env(), cwd=REPO)
-
-
 def test_cli_refuses_a_plan_only_target_set(small):
     tree, ext = small
     out = _cli("build", "--backend", "cuda", "--source", str(ext), "--targets", "c10_cuda,aten_cuda")
@@ -296,126 +272,3 @@ def test_plan_on_the_real_extraction(pytorch_tree, tmp_path):
     assert report["total_units"] == sum(s["units"] for s in report["sets"]) + len(
         report["unassigned"])
     assert report["total_units"] > 400 and report["not_built"] > 0
-
-
-# --- the real build (Must-show 1) ------------------------------------------------------------
-
-def _smoke(build: Path, cwd: Path) -> dict[str, str]:
-    """smoke_test.py on a build, in a clean process (it imports nothing but _CUDAC)."""
-    smoke = subprocess.run([sys.executable, str(SMOKE), str(build)], capture_output=True,
-                           text=True, env=clean_env(), cwd=cwd)
-    print(smoke.stdout)
-    assert smoke.returncode == 0, smoke.stdout + smoke.stderr
-    assert "smoke test passed" in smoke.stdout
-    return dict(ln.split(": ", 1) for ln in smoke.stdout.splitlines() if ": " in ln)
-
-
-@pytest.mark.realtree
-@pytest.mark.slow
-def test_two_stage_build_of_the_real_extraction(pytorch_tree, tmp_path):
-    ext = tmp_path / "third_device" / "torch_cuda"
-    print(f"extraction: {extract_for_tests(pytorch_tree, ext)}")
-    m = load_manifest(ext / "MANIFEST.json")
-    old = (pytorch_tree / CUDA_FILE).read_text()
-    marker = old + "// tdev test: patched in the build directory only\n"
-    series = _series(tmp_path / "series", "9999-marker", CUDA_FILE, old, marker)
-    env = clean_env(CCACHE_DIR=str(CCACHE_DIR), TDEV_TORCH_SOURCE_DIR=str(pytorch_tree))
-    args = ["build", "--backend", "cuda", "--source", str(ext), "--launcher", "ccache", "-j2",
-            "-D", f"TORCH_PATCH_SERIES={REPO / 'torch_patches'};{series}"]
-    t0 = time.perf_counter()
-    out = _cli(*args, env=env)
-    print(f"build: {time.perf_counter() - t0:.1f} s\n{out.stdout[-3000:]}")
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
-    assert "9999-marker.patch (applied-now)" in out.stdout
-    build = ext / "build" / "cuda"
-    assert (build / "src/stage2/torch" / CUDA_FILE).read_text() == marker
-    assert m.file(CUDA_FILE).read_text() == old  # never an edit to the extraction
-    assert (build / "stage1/install/lib/libc10.so").is_file()
-    assert (build / "stage2/lib/libc10_cuda.so").is_file()
-    # the wheel's torch is never involved: not on the include path, not linked
-    cmds = json.loads((build / "stage2" / "compile_commands.json").read_text())
-    assert not [c for c in cmds if "site-packages/torch" in c["command"]]
-    # _CUDAC alone, in a clean process: 0 devices, stats dict, no torch wheel library loaded
-    lines = _smoke(build, tmp_path)
-    assert lines["device_count"] == "0" and lines["torch_version"].startswith("2.6.0")
-    assert lines["allocator"] == "native"
-    assert lines["statistics_keys"] == "17"  # 2.6's DeviceStats: every key torch reports
-    maps = json.loads(lines["c10_libraries"])
-    assert [Path(p).name for p in maps] == ["libc10.so", "libc10_cuda.so", Path(maps[2]).name]
-    probe = ("import sys, json; sys.path.insert(0, sys.argv[1]); import _CUDAC; "
-             "s = _CUDAC._cuda_memoryStatsTemplate(); "
-             "print(json.dumps([_CUDAC._cuda_getDeviceCount(), s['allocated_bytes']['all'], "
-             "[l for l in open('/proc/self/maps') if 'site-packages/torch' in l]]))")
-    got = subprocess.run([sys.executable, "-c", probe, str(build / "stage2" / "python")],
-                         capture_output=True, text=True, env=clean_env(), cwd=tmp_path)
-    assert json.loads(got.stdout) == [0, {"current": 0, "peak": 0, "allocated": 0, "freed": 0},
-                                      []], got.stderr
-    # a second build is a no-op for both stages
-    again = _cli(*args, env=env)
-    assert again.returncode == 0 and again.stdout.count("(up to date)") >= 3, again.stdout
-    # install: one prefix (lib/, python/, include/, lib/cmake/c10) that still loads once moved,
-    # its own libraries first, never the build directory's
-    prefix = tmp_path / "prefix"
-    assert _cli("install", *args[1:], "--prefix", str(prefix), env=env).returncode == 0
-    moved = tmp_path / "moved"
-    prefix.rename(moved)
-    assert {p.name for p in (moved / "lib").glob("*.so")} == {"libc10.so", "libc10_cuda.so"}
-    for header in ("c10/core/Device.h", "c10/cuda/CUDAStream.h", "c10/cuda/impl/cuda_cmake_macros.h"):
-        assert (moved / "include" / header).is_file(), header
-    assert (moved / "lib/cmake/c10/c10Config.cmake").is_file()
-    probe = ("import sys, json; sys.path.insert(0, sys.argv[1]); import _CUDAC; "
-             "print(json.dumps([_CUDAC._cuda_getDeviceCount(), sorted({l.split()[-1] for l in "
-             "open('/proc/self/maps') if 'libc10' in l or '_CUDAC' in l})]))")
-    got = subprocess.run([sys.executable, "-c", probe, str(moved / "python")], capture_output=True,
-                         text=True, env=clean_env(), cwd=tmp_path)
-    count, libs = json.loads(got.stdout)
-    assert count == 0 and len(libs) == 3 and all(lib.startswith(str(moved)) for lib in libs), libs
-    plan = _cli("build", "--backend", "cuda", "--source", str(ext), "--plan", env=env)
-    assert plan.returncode == 0 and "translation units in a full torch_cuda build" in plan.stdout
-    print(plan.stdout)
-
-
-@pytest.mark.realtree
-@pytest.mark.slow
-def test_decoupled_build_with_the_extractions_own_patches(pytorch_tree, tmp_path):
-    """Stage 1 from the tree as the extraction leaves it: its split patches applied to c10 in
-    the build directory, the CUDA regions coming back from the extraction in stage 2."""
-    ext = tmp_path / "third_device" / "torch_cuda"
-    if extract_for_tests(pytorch_tree, ext) != "tdev extract":
-        pytest.skip("needs `tdev extract` (its own torch_patches and region files)")
-    env = clean_env(CCACHE_DIR=str(CCACHE_DIR), TDEV_TORCH_SOURCE_DIR=str(pytorch_tree))
-    out = _cli("build", "--backend", "cuda", "--source", str(ext), "--launcher", "ccache", "-j2",
-               "-D", f"TORCH_PATCH_SERIES={REPO / 'torch_patches'};{ext / 'torch_patches'}",
-               env=env)
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
-    assert "split-c10-macros-Macros-h.patch (applied-now)" in out.stdout
-    build = ext / "build" / "cuda"
-    installed = (build / "stage1/install/include/c10/macros/Macros.h").read_text()
-    assert "C10_LAUNCH_BOUNDS_1" not in installed  # split out of stage 1's c10 ...
-    assert "#include <torch_cuda/csrc/regions/c10/macros/Macros.h/" in installed
-    regions = list((build / "src/stage2/extracted/torch_cuda/csrc/regions/c10").rglob("*.inc"))
-    assert any("C10_LAUNCH_BOUNDS_1" in r.read_text() for r in regions)  # ... and back here
-    assert _smoke(build, tmp_path)["device_count"] == "0"  # the kernel used the macro via nvcc
-
-
-@pytest.mark.realtree
-@pytest.mark.slow
-def test_two_stage_build_of_another_release(other_pytorch_tree, tmp_path):
-    """The same overlay builds another release's extraction (1.13.1: Warning is a namespace
-    there, c10 has no setHasPrimaryContext and no allocator backends, DeviceStats lives in
-    c10::cuda::CUDACachingAllocator and lacks four later statistics); stage 2 probes the
-    staged c10 and _CUDAC adapts (stage2/CMakeLists.txt, csrc/cudac_module.cpp)."""
-    ext = tmp_path / "third_device" / "torch_cuda"
-    assert extract_for_tests(other_pytorch_tree, ext) == "tdev extract"
-    env = clean_env(CCACHE_DIR=str(CCACHE_DIR), TDEV_TORCH_SOURCE_DIR=str(other_pytorch_tree))
-    out = _cli("build", "--backend", "cuda", "--source", str(ext), "--launcher", "ccache", "-j2",
-               env=env)
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
-    build = ext / "build" / "cuda"
-    log = (build / "stage2" / ".wrapped-cmake").glob("*.log")
-    assert any("Warning class 0, setHasPrimaryContext 0, allocator name() 0" in p.read_text()
-               for p in log)
-    lines = _smoke(build, tmp_path)
-    assert lines["torch_version"].startswith("1.13") and lines["device_count"] == "0"
-    assert lines["statistics_keys"] == "13" and lines["allocator"] == "native"
-
