@@ -1,6 +1,7 @@
 """Reading patches and series: unified/git/quilt diffs, metadata headers, format-patch files."""
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -232,3 +233,27 @@ def test_hunk_bodies_read_in_runs_equal_a_line_by_line_walk(files, style):
     finally:
         diff._NOT_BODY = saved
     assert fast == walked
+
+
+def test_diff_naur_created_and_deleted_files(tmp_path: Path):
+    """`diff -Naur old new` (the way many vendors' patch scripts make their series) writes a
+    created or deleted file as the other side with the epoch's time stamp, not /dev/null:
+    read as creation and deletion, applied, taken out again."""
+    from test_patch_support import tree_hash
+
+    old = make_tree(tmp_path / "a", {"src/x.txt": numbered(50), "src/old.txt": "gone\n"})
+    new = make_tree(tmp_path / "b", {"src/x.txt": numbered(50).replace("line 25\n", "line twenty-five\n"),
+                                     "src/new.txt": "new\n"})
+    diff = subprocess.run(["diff", "-Naur", "a", "b"], cwd=tmp_path, capture_output=True, text=True)
+    assert diff.returncode == 1 and "1970-01-01 00:00:00" in diff.stdout
+    series = make_series(tmp_path / "s", {"0001-naur.patch": "Description: t\n\n" + diff.stdout})
+    (patch,) = load_series(series).patches
+    kinds = {fp.path: (fp.is_new, fp.is_delete) for fp in patch.files}
+    assert kinds == {"src/new.txt": (True, False), "src/old.txt": (False, True), "src/x.txt": (False, False)}
+    tree = tmp_path / "tree"
+    shutil.copytree(old, tree)
+    before = tree_hash(tree)
+    assert ops.apply(series, tree).ok
+    assert (tree / "src/new.txt").read_text() == "new\n" and not (tree / "src/old.txt").exists()
+    assert {r.state for r in ops.check(series, tree).patches} == {"applied"}
+    assert ops.unapply(series, tree).ok and tree_hash(tree) == before

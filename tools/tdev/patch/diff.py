@@ -130,8 +130,10 @@ def _parse_file(lines: list[str], tags: str, i: int, strip: int,
             raise PatchFormatError(f"{source}:{i + 1}: '---' line without a '+++' line after it")
         old = _unquote(lines[i][4:])
         new = _unquote(lines[i + 1][4:])
+        epoch = (_EPOCH.search(lines[i]) is not None, _EPOCH.search(lines[i + 1]) is not None)
         i += 2
     elif git_paths is not None:  # a created or deleted empty file, a pure rename: no ---/+++
+        epoch = (False, False)
         old, new = git_paths
         old, new = (DEV_NULL if created else old), (DEV_NULL if deleted else new)
     else:
@@ -152,7 +154,20 @@ def _parse_file(lines: list[str], tags: str, i: int, strip: int,
     while i < len(lines) and lines[i].startswith("@@"):
         hunk, i = _parse_hunk(lines, tags, i, source)
         hunks.append(hunk)
+    # `diff -N` (diff -Naur, many vendors' patch scripts) writes a created or deleted file as the
+    # other side with the epoch's time stamp, not /dev/null; GNU patch reads it so, and so do we
+    if old_path is not None and new_path is not None and not renamed and hunks:
+        if epoch[0] and all(h.old_len == 0 for h in hunks):
+            old_path = None
+        elif epoch[1] and all(h.new_len == 0 for h in hunks):
+            new_path = None
     return FilePatch(old_path, new_path, tuple(hunks), new_mode, old_mode), i
+
+
+# the time stamp diff -N gives the absent side: 1970-01-01 00:00:00[.000000000] +0000 (any zone
+# offset: local time), or the ctime form "Thu Jan  1 00:00:00 1970"
+_EPOCH = re.compile(r"\t(19(69-12-31|70-01-01) \d\d:\d\d:\d\d(\.0+)? [+-]\d{4}|Thu Jan  1 \d\d:\d\d:\d\d 1970"
+                    r"|Wed Dec 31 \d\d:\d\d:\d\d 1969)\s*$")
 
 
 _NOT_BODY = re.compile(r"[^ +\-]")
