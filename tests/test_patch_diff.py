@@ -257,3 +257,10 @@ def test_diff_naur_created_and_deleted_files(tmp_path: Path):
     assert (tree / "src/new.txt").read_text() == "new\n" and not (tree / "src/old.txt").exists()
     assert {r.state for r in ops.check(series, tree).patches} == {"applied"}
     assert ops.unapply(series, tree).ok and tree_hash(tree) == before
+    # a binary file among them (diff -Nur, without -a): refused, never passed over in silence
+    (old / "logo.png").write_bytes(b"\x89PNG\0\1")
+    (new / "logo.png").write_bytes(b"\x89PNG\0\2")
+    diff = subprocess.run(["diff", "-Nur", "a", "b"], cwd=tmp_path, capture_output=True, text=True)
+    (series / "0001-naur.patch").write_text("Description: t\n\n" + diff.stdout)
+    with pytest.raises(PatchFormatError, match=r"0001-naur.patch:\d+: unsupported: Binary files a/logo.png"):
+        load_series(series)

@@ -124,6 +124,9 @@ def _parse_file(lines: list[str], tags: str, i: int, strip: int,
                                        "not supported")
             i += 1
     elif not (lines[i].startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")):
+        if lines[i].startswith("Binary files ") and lines[i].endswith(" differ"):  # diff -Naur
+            raise PatchFormatError(f"{source}:{i + 1}: unsupported: {lines[i].strip()} (a binary "
+                                   "change cannot be applied as text)")
         return None, i + 1  # Index:, ====, diffstat, mail signature: not part of any file
     if i < len(lines) and lines[i].startswith("--- "):
         if i + 1 >= len(lines) or not lines[i + 1].startswith("+++ "):
