@@ -81,6 +81,11 @@ def parse_diff(text: str, *, strip: int = 1, source: str = "<patch>") -> tuple[s
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    if "Binary files " in text:  # diff -Nur (without -a): a binary change, anywhere in the file
+        for k, line in enumerate(lines):
+            if line.startswith("Binary files ") and line.endswith(" differ"):
+                raise PatchFormatError(f"{source}:{k + 1}: unsupported: {line} (a binary change "
+                                       "cannot be applied as text)")
     start = next((i for i in range(len(lines)) if is_diff_start(lines, i)), len(lines))
     header = "\n".join(lines[:start]) + ("\n" if start else "")
     files: list[FilePatch] = []
@@ -124,9 +129,6 @@ def _parse_file(lines: list[str], tags: str, i: int, strip: int,
                                        "not supported")
             i += 1
     elif not (lines[i].startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")):
-        if lines[i].startswith("Binary files ") and lines[i].endswith(" differ"):  # diff -Naur
-            raise PatchFormatError(f"{source}:{i + 1}: unsupported: {lines[i].strip()} (a binary "
-                                   "change cannot be applied as text)")
         return None, i + 1  # Index:, ====, diffstat, mail signature: not part of any file
     if i < len(lines) and lines[i].startswith("--- "):
         if i + 1 >= len(lines) or not lines[i + 1].startswith("+++ "):
