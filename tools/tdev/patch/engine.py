@@ -28,28 +28,12 @@ Reader = Callable[[str], "str | None"]  # path -> current text, None if the file
 Direction = Literal["forward", "reverse"]
 
 
+@dataclass(frozen=True)
 class FileChange:
-    """The new state of one file: text (None: delete it) and, for created files, the mode.
-    Built from the patched lines, the text is joined only when asked for: `verify` asks for
-    none of them, unless a later patch of the series changes the same file."""
+    """The new state of one file: text (None: delete it) and, for created files, the mode."""
 
-    __slots__ = ("_text", "_lines", "eol", "mode")
-
-    def __init__(self, text: str | None, mode: int | None = None, *,
-                 lines: Callable[[], list[str]] | None = None, eol: bool = True) -> None:
-        self._text, self._lines, self.eol, self.mode = text, lines, eol, mode
-
-    @property
-    def text(self) -> str | None:
-        if self._lines is not None:
-            self._text, self._lines = join_lines(self._lines(), self.eol), None
-        return self._text
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, FileChange) and (self.text, self.mode) == (other.text, other.mode)
-
-    def __repr__(self) -> str:
-        return f"FileChange(text={self.text!r:.40}, mode={self.mode!r})"
+    text: str | None
+    mode: int | None = None
 
 
 @dataclass
@@ -150,7 +134,7 @@ def apply_file(text: str | None, fp: FilePatch, fuzz: int = 0) -> tuple[FileResu
         if fitted is not None:
             return FileResult(path, True, tuple(fitted[0])), FileChange(fitted[1])
     lines, eol = split_lines(text or "")
-    pieces: list[tuple[int, int] | list[str]] = []  # the new text: spans of ``lines``, added lines
+    out: list[str] = []
     results: list[HunkResult] = []
     cursor = delta = 0
     for k, hunk in enumerate(fp.hunks, 1):
@@ -167,29 +151,22 @@ def apply_file(text: str | None, fp: FilePatch, fuzz: int = 0) -> tuple[FileResu
         base = hunk.old_start if hunk.old_len == 0 else hunk.old_start - 1
         offset = p - top - base
         delta = offset
-        pieces += [(cursor, p), [ln.text for ln in new]]
+        out += lines[cursor:p]
+        out += [ln.text for ln in new]
         cursor = p + len(old)
         if cursor == len(lines) and ((old and old[-1].no_eol) or (new and new[-1].no_eol)):
             eol = not (new and new[-1].no_eol)
         results.append(HunkResult(k, hunk.header, "ok", line=p + 1, offset=offset, fuzz=f))
     if any(r.status == "failed" for r in results):
         return FileResult(path, False, tuple(results)), None
-    pieces.append((cursor, len(lines)))
+    out += lines[cursor:]
     if fp.is_delete:
-        left = sum(piece[1] - piece[0] if isinstance(piece, tuple) else len(piece) for piece in pieces)
-        if left:
+        if out:
             return FileResult(path, False, tuple(results),
-                              reason=f"the patch deletes the file but {left} lines would remain"), None
+                              reason=f"the patch deletes the file but {len(out)} lines would remain"), None
         return FileResult(path, True, tuple(results)), FileChange(None)
-
-    def new_lines() -> list[str]:  # built only when the text is asked for (verify: rarely)
-        out: list[str] = []
-        for piece in pieces:
-            out += lines[piece[0]:piece[1]] if isinstance(piece, tuple) else piece
-        return out
-
-    return FileResult(path, True, tuple(results)), FileChange(None, fp.new_mode if fp.is_new else None,
-                                                             lines=new_lines, eol=eol)
+    return FileResult(path, True, tuple(results)), FileChange(join_lines(out, eol),
+                                                             fp.new_mode if fp.is_new else None)
 
 
 def attempt(files: tuple[FilePatch, ...] | list[FilePatch], read: Reader, fuzz: int = 0) -> Attempt:
