@@ -328,6 +328,20 @@ def test_starlark_string_methods_indexing_and_comprehensions():
     assert "index 5 out of range" in out.opaque["bad_index"].why
 
 
+def test_starlark_string_methods_cannot_make_a_huge_string():
+    """A hostile build file must not make the scan allocate gigabytes: format takes plain
+    fields only (no width, conversion or attribute), and format/replace results are bounded,
+    checked before anything is computed."""
+    big = "a" * 40000
+    src = (f'wide = ["{{:999999999}}".format("x")]\nattr = ["{{0.__class__}}".format("x")]\n'
+           f'grow = ["{big}".replace("a", "{big}")]\nrepeat = ["{{0}}{{0}}{{0}}".format("{big}")]\n'
+           'fine = ["{}/{}.h".format("c10", "x")]\n')
+    out = evaluate_starlark(src)
+    assert out.texts("fine") == ["c10/x.h"]
+    assert set(out.opaque) == {"wide", "attr", "grow", "repeat"}
+    assert "other than {} or {N}" in out.opaque["wide"].why and "more than" in out.opaque["grow"].why
+
+
 def test_starlark_syntax_error_is_a_warning():
     out = evaluate_starlark("a = [\n")
     assert out.lists == {} and len(out.warnings) == 1 and "cannot parse" in out.warnings[0][1]

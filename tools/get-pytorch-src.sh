@@ -37,12 +37,12 @@ trap 'rm -rf "$work"' EXIT
 (cd "$work" && apt-get source -qq -d "pytorch=$deb" >&2 2>&1 || true)
 # verify a downloaded file against the checksum in the signed .dsc when there is one
 verify() {
-  local dsc want got
+  local dsc expect got
   dsc=$(ls "$work"/*.dsc 2>/dev/null | head -1 || true)
   [[ -n $dsc ]] || return 0
-  want=$(awk -v f="$(basename "$1")" '/^Checksums-Sha256:/{s=1;next} /^[^ ]/{s=0} s && $3==f {print $1}' "$dsc")
+  expect=$(awk -v f="$(basename "$1")" '/^Checksums-Sha256:/{s=1;next} /^[^ ]/{s=0} s && $3==f {print $1}' "$dsc")
   got=$(sha256sum "$1" | cut -d' ' -f1)
-  [[ -z $want || $want == "$got" ]] || { echo "get-pytorch-src.sh: checksum mismatch for $1" >&2; exit 1; }
+  [[ -z $expect || $expect == "$got" ]] || { echo "get-pytorch-src.sh: checksum mismatch for $1" >&2; exit 1; }
 }
 if [[ $want == patches ]]; then
   dtar=$(ls "$work"/pytorch_*.debian.tar.xz 2>/dev/null | head -1)

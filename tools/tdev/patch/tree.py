@@ -131,7 +131,6 @@ class Tree:
         self.real = os.path.realpath(self.root)
         self._cache: dict[str, str | None] = {}
         self._real_dirs: dict[str, str] = {}  # directory (relative) -> its real path
-        self._resolved: dict[str, str] = {}  # path (relative) -> its real path
         self.overlay = self._pending_journal()
 
     # ---- paths ------------------------------------------------------------------------------
@@ -146,9 +145,7 @@ class Tree:
             raise PathRefused(f"{rel}: '..' in path")
         if ".git" in parts or (not internal and parts[0] in (STATE_DIR, LOCK_NAME)):
             raise PathRefused(f"{rel}: refusing to write {'.git' if '.git' in parts else 'tdev state'}")
-        real = self._resolved.get(rel)
-        if real is None:
-            real = self._resolved[rel] = self._realpath(parts)
+        real = self._realpath(parts)
         if real != self.real and not real.startswith(self.real + os.sep):
             raise PathRefused(f"{rel}: resolves through a symlink to {real}, outside the tree")
         if real == self.real:
@@ -223,7 +220,7 @@ class Tree:
             self._tidy_state_dir()
             return []
         restored = self._rollback()
-        self.overlay, self._cache, self._real_dirs, self._resolved = {}, {}, {}, {}
+        self.overlay, self._cache, self._real_dirs = {}, {}, {}
         return restored
 
     def _rollback(self) -> list[str]:
@@ -317,6 +314,6 @@ class Tree:
             self._rollback()
             raise
         finally:
-            self._cache, self._real_dirs, self._resolved = {}, {}, {}
+            self._cache, self._real_dirs = {}, {}
         self._finish_journal()
         return [rel for rel, _ in plan]

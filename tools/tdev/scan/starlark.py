@@ -17,6 +17,7 @@ entries written in its own literal).
 from __future__ import annotations
 
 import ast
+import string
 from dataclasses import dataclass, field
 
 
@@ -58,6 +59,30 @@ _STR_METHODS = frozenset({"format", "split", "rsplit", "replace", "strip", "lstr
 
 
 _UNBOUND = object()
+_MAX_TEXT = 1 << 16  # no path is longer; a build file cannot make the scan build a huge string
+
+
+def _result_too_big(text: str, method: str, args: list) -> str:
+    """Why computing ``text.method(*args)`` is refused ('' when it is not): ``format`` takes
+    only plain fields ({} or {0}, no attribute, index, conversion or width), and neither it nor
+    ``replace`` may make more than _MAX_TEXT characters; both are checked before computing."""
+    if method == "format":
+        size = 0
+        try:
+            for literal, field, spec, conversion in string.Formatter().parse(text):
+                size += len(literal)
+                if field is None:
+                    continue
+                if spec or conversion or (field and not field.isdigit()):
+                    return "with a field other than {} or {N}"
+                size += max((len(str(a)) for a in args), default=0)
+        except ValueError as e:
+            return f"failed: {e}"
+    elif method == "replace" and len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], str):
+        size = len(text) + (text.count(args[0]) if args[0] else len(text) + 1) * len(args[1])
+    else:
+        return ""
+    return f"would make more than {_MAX_TEXT} characters" if size > _MAX_TEXT else ""
 
 
 class _Evaluator:
@@ -172,6 +197,9 @@ class _Evaluator:
         if not all(isinstance(a, Entry) or (isinstance(a, int) and not isinstance(a, bool)) for a in args):
             return Opaque(f".{func.attr}() of something that is not a string or a number", line)
         plain = [a.text if isinstance(a, Entry) else a for a in args]
+        too_big = _result_too_big(target.text, func.attr, plain)
+        if too_big:
+            return Opaque(f".{func.attr}() {too_big}", line)
         try:
             value = getattr(target.text, func.attr)(*plain)
         except (TypeError, ValueError, IndexError, KeyError) as e:
