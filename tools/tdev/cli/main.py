@@ -61,9 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from tdev.docread import BadInput
+
     try:
         return int(args.func(args) or 0)
-    except UserError as e:
+    except (UserError, BadInput) as e:
         print(f"tdev: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
