@@ -3,6 +3,7 @@ and a bad one is one line naming the file and the key."""
 from __future__ import annotations
 
 import copy
+import os
 
 import pytest
 import yaml
@@ -140,7 +141,7 @@ def test_bad_values_are_refused_naming_file_and_key(tmp_path, base, key, value, 
 def test_yaml_syntax_errors_name_the_line(tmp_path):
     path = tmp_path / "broken.yaml"
     path.write_text("vendor: x\ndevice: [unclosed\n")
-    with pytest.raises(ProfileError, match=rf"{path}:\d+: YAML syntax error"):
+    with pytest.raises(ProfileError, match=rf"{path}:\d+: invalid YAML"):
         load_profile(str(path))
 
 
@@ -167,3 +168,28 @@ def test_parameters_may_carry_names():
     assert validate.c_param("enum cudaMemcpyKind kind") == ("enum cudaMemcpyKind", "kind")
     assert validate.c_param("unsigned int") == ("unsigned int", None)
     assert validate.c_param("simStatus* status") == ("simStatus*", "status")
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("vendor: x\nruntime: " + "[" * 100_000 + "]" * 100_000 + "\n", "nested deeper than"),
+    ("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n"
+        for i in range(9)), "expands to more than"),
+])
+def test_hostile_yaml_is_one_line_naming_the_file(tmp_path, capsys, text, problem):
+    path = tmp_path / "hostile.yaml"
+    path.write_text(text)
+    with pytest.raises(ProfileError, match=problem) as e:
+        load_profile(str(path))
+    assert str(e.value).startswith(str(path))
+    from tdev.cli.main import main
+    assert main(["scaffold", "--vendor", str(path), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err and problem in err
+
+
+def test_a_fifo_profile_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "chip.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(ProfileError, match="not a regular file"):
+        load_profile(str(fifo))

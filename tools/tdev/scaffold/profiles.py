@@ -9,12 +9,13 @@ validated; a problem is one :class:`ProfileError` line naming the file and the k
 """
 from __future__ import annotations
 
+import difflib
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from tdev.docread import BadInput, load_yaml
 
 from . import validate as v
 from .runtime_api import Call, Declarations, parse_calls, parse_declarations
@@ -25,6 +26,7 @@ ROUTE_BACKENDS = ("flaggems", "vendor", "cpu")
 AMP_DTYPES = ("float16", "bfloat16")
 VENDOR_KEYS = ("CPU", "CUDA")  # dispatch keys "vendor" routes may present tensors as
 SIMULATOR_HEADER = "simrt/sim_runtime.h"
+MAX_PROFILE_BYTES = 4 * 1024 * 1024  # the shipped profiles are a few KB
 
 
 class ProfileError(ValueError):
@@ -106,13 +108,15 @@ def resolve_vendor(name_or_path: str) -> Path:
     """A shipped vendor name, or the path of a profile ``.yaml``."""
     if name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path:
         p = Path(name_or_path)
-        if not p.is_file():
+        if not p.exists():
             raise ProfileError(f"{p}: no such profile file")
-        return p
+        return p  # _read refuses what is not a regular file
     vendors = available_vendors()
     if name_or_path not in vendors:
+        close = difflib.get_close_matches(name_or_path.lower(), list(vendors), n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}? " if close else ""
         raise ProfileError(f"{vendors_dir()}: unknown vendor {name_or_path!r} "
-                           f"(shipped: {', '.join(vendors)}; or pass a .yaml file)")
+                           f"({hint}shipped: {', '.join(vendors)}; or pass a .yaml file)")
     return vendors[name_or_path]
 
 
@@ -124,15 +128,12 @@ def load_profile(name_or_path: str) -> VendorProfile:
 
 
 def _read(path: Path) -> dict:
+    """The YAML mapping in ``path``, read through :mod:`tdev.docread` (regular files only, size,
+    nesting depth and alias expansion bounded)."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ProfileError(f"{path}: cannot read: {e.strerror or e}") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark else ""
-        raise ProfileError(f"{path}{where}: YAML syntax error: "
-                           f"{getattr(e, 'problem', None) or e}") from None
+        data = load_yaml(path, max_bytes=MAX_PROFILE_BYTES, what="vendor profile")
+    except BadInput as e:
+        raise ProfileError(str(e)) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
