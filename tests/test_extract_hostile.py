@@ -1,0 +1,144 @@
+"""Hostile outputs and manifests (issue 17, items 3 and 10, and the --verify tracebacks): only a
+manifest tdev wrote makes a directory replaceable; a malformed manifest is one line and exit 2;
+a listed path that became a FIFO or a symlink loop is a verify finding, never a hang."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tdev.extract.manifest import verify
+
+from test_extract_support import make_tree, scan_json, tdev
+from test_patch_support import tree_hash
+
+
+@pytest.fixture(scope="module")
+def extracted(tmp_path_factory):
+    """One real extraction of the mini tree; tests copy its manifest."""
+    base = tmp_path_factory.mktemp("hostile")
+    root = make_tree(base / "pytorch")
+    scan_file = scan_json(root, base / "scan.json", base / "cache")
+    out = base / "out" / "torch_cuda"
+    r = tdev("extract", str(root), "--scan", str(scan_file), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    return root, scan_file, out
+
+
+def _tdev(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tdev", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def _one_line_exit_2(r: subprocess.CompletedProcess) -> None:
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith("tdev: "), r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("text", ["{}", "[]", "not json", "", "null", '{"schema": 1, "files": []}',
+                                  '{"schema": true, "tool": "tdev extract", "files": []}',
+                                  '{"schema": 1, "tool": "someone else", "torch": {}, "layout": {}, '
+                                  '"counts": {}, "files": []}'])
+def test_a_manifest_tdev_did_not_write_never_makes_a_directory_replaceable(extracted, tmp_path, text):
+    root, scan_file, _ = extracted
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "precious.txt").write_text("mine")
+    (out / "MANIFEST.json").write_text(text)
+    before = tree_hash(out)
+    r = _tdev("extract", str(root), "--scan", str(scan_file), "--out", str(out))
+    _one_line_exit_2(r)
+    assert "MANIFEST.json" in r.stderr
+    assert tree_hash(out) == before
+
+
+def _copy_with(extracted, tmp_path: Path, change) -> Path:
+    """A copy of the extraction whose manifest went through ``change(doc)``."""
+    _, _, src = extracted
+    out = tmp_path / "copy"
+    subprocess.run(["cp", "-a", str(src), str(out)], check=True)
+    doc = json.loads((out / "MANIFEST.json").read_text())
+    text = change(doc)
+    (out / "MANIFEST.json").write_text(text if isinstance(text, str) else json.dumps(doc))
+    return out
+
+
+def _set_first(key, value):
+    def change(doc):
+        doc["files"][0][key] = value
+    return change
+
+
+@pytest.mark.parametrize("change,needle", [
+    (lambda d: d["files"].__setitem__(0, "a string"), "files[0]"),
+    (lambda d: d["files"].__setitem__(0, ["a", "list"]), "files[0]"),
+    (lambda d: d["files"].__setitem__(0, None), "files[0]"),
+    (lambda d: d.__setitem__("files", {"a": 1}), "files"),
+    (_set_first("path", "torch_cuda/a\x00b"), "NUL"),
+    (_set_first("path", "torch_cuda/\ud800.py"), "path"),
+    (_set_first("path", ""), "path"),
+    (_set_first("path", 5), "path"),
+    (_set_first("size", "-Infinity"), "size"),
+    (_set_first("size", -1), "size"),
+    (_set_first("size", True), "size"),
+    (_set_first("size", 1.5), "size"),
+    (_set_first("sha256", 7), "sha256"),
+    (_set_first("lines", [1]), "lines"),
+    (_set_first("scan_rules", "r"), "scan_rules"),
+    (lambda d: json.dumps(d).replace('"size": ', '"size": -Infinity, "x": ', 1), "Infinity"),
+    (lambda d: json.dumps(d).replace('"size": ', '"size": NaN, "x": ', 1), "NaN"),
+    (lambda d: "[" * 100_000 + "]" * 100_000, "deep"),
+    (lambda d: '{"files": ' + "[" * 100_000 + "]" * 100_000 + "}", "deep"),
+    (lambda d: d["files"].append(dict(d["files"][0])), "twice"),
+])
+def test_malformed_manifest_is_one_line_and_exit_2(extracted, tmp_path, change, needle):
+    out = _copy_with(extracted, tmp_path, change)
+    r = _tdev("extract", "--verify", "--out", str(out))
+    _one_line_exit_2(r)
+    assert needle in r.stderr, r.stderr
+
+
+def test_listed_fifo_and_symlink_loop_are_findings_not_hangs(extracted, tmp_path):
+    out = _copy_with(extracted, tmp_path, lambda d: None)
+    files = [e["path"] for e in json.loads((out / "MANIFEST.json").read_text())["files"]]
+    fifo, loop = files[0], files[1]
+    (out / fifo).unlink()
+    os.mkfifo(out / fifo)
+    (out / loop).unlink()
+    os.symlink(os.path.basename(loop), out / loop)  # points at itself: ELOOP
+    r = _tdev("extract", "--verify", "--out", str(out), timeout=20)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"changed    {fifo} (not a regular file" in r.stdout
+    assert f"changed    {loop} (not a regular file" in r.stdout
+    res = verify(out)
+    assert sorted(res.changed) == sorted([fifo, loop])
+
+
+def test_the_manifest_itself_a_fifo_is_refused(extracted, tmp_path):
+    out = _copy_with(extracted, tmp_path, lambda d: None)
+    (out / "MANIFEST.json").unlink()
+    os.mkfifo(out / "MANIFEST.json")
+    _one_line_exit_2(_tdev("extract", "--verify", "--out", str(out), timeout=20))
+    root, scan_file, _ = extracted
+    _one_line_exit_2(_tdev("extract", str(root), "--scan", str(scan_file), "--out", str(out), timeout=20))
+
+
+def test_a_build_directory_inside_is_reported_as_one_line(extracted, tmp_path):
+    out = _copy_with(extracted, tmp_path, lambda d: None)
+    for k in range(40):
+        (out / "build" / "obj" / f"{k}.o").parent.mkdir(parents=True, exist_ok=True)
+        (out / "build" / "obj" / f"{k}.o").write_bytes(b"o")
+    (out / "build" / "CMakeCache.txt").write_text("x")
+    (out / "stray.txt").write_text("x")
+    r = _tdev("extract", "--verify", "--out", str(out))
+    assert r.returncode == 1
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("unexpected")]
+    assert lines[0].startswith("unexpected build/ (41 files") and "CMake build directory" in lines[0]
+    assert lines[1:] == ["unexpected stray.txt"]
+    assert "42 unexpected" in r.stdout
+    doc = json.loads(_tdev("extract", "--verify", "--out", str(out), "--json").stdout)
+    assert len(doc["unexpected"]) == 42
