@@ -12,17 +12,29 @@ from __future__ import annotations
 import re
 from difflib import SequenceMatcher
 
+from tdev.docread import BadInput
+
 from .model import FilePatch, Hunk, Line
 
 ENCODING = "utf-8"
 ERRORS = "surrogateescape"
 DEV_NULL = "/dev/null"
-_HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)")
+_HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)", re.ASCII)
 _UNSUPPORTED = ("copy from", "copy to", "GIT binary patch", "Binary files")
+MAX_DIGITS = 9  # a hunk's line numbers and counts: up to 999,999,999 (int() refuses 4300+ digits)
+# the file modes git writes for regular files; anything else (setuid/setgid/sticky bits, 120000
+# symlinks, 160000 submodules, 040000 trees) is refused: the engine writes text files only
+MODES = {"100644": 0o100644, "100755": 0o100755}
+_INDEX = re.compile(r"index [0-9a-fA-F]+\.\.[0-9a-fA-F]+(?: (.*))?$")
 
 
-class PatchFormatError(ValueError):
-    """A malformed or unsupported patch; the message is 'FILE:LINE: problem'."""
+class PatchFormatError(BadInput):
+    """A malformed or unsupported patch or series; the message is 'FILE:LINE: problem'. A
+    :class:`tdev.docread.BadInput`: the CLI prints it as one line and exits with code 2."""
+
+    def __init__(self, message: str):
+        where, sep, problem = message.partition(": ")
+        super().__init__(where if sep else "", problem if sep else message)
 
 
 def decode(data: bytes) -> str:
@@ -58,13 +70,45 @@ def is_diff_start(lines: list[str], i: int) -> bool:
     return line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
 
 
-def _unquote(name: str) -> str:
-    """A path from a ---/+++ or diff --git line: drop a timestamp, undo git's C quoting."""
-    if name.startswith('"'):
-        body = name[1:name.index('"', 1)] if '"' in name[1:] else name[1:]
-        return body.encode("latin-1", "backslashreplace").decode("unicode_escape").encode(
-            "latin-1").decode(ENCODING, ERRORS)
-    return name.split("\t", 1)[0].rstrip()
+_QUOTED = re.compile(rb'"((?:[^"\\]|\\.)*)"', re.DOTALL)
+_ESCAPE = re.compile(rb"\\([0-3][0-7][0-7]|.)", re.DOTALL)
+_C_ESCAPES = {b"a": b"\a", b"b": b"\b", b"t": b"\t", b"n": b"\n", b"v": b"\v", b"f": b"\f",
+              b"r": b"\r", b'"': b'"', b"\\": b"\\"}
+
+
+def _c_escape(m: re.Match) -> bytes:
+    code = m.group(1)
+    if len(code) == 3:
+        return bytes([int(code, 8)])
+    if code in _C_ESCAPES:
+        return _C_ESCAPES[code]
+    raise ValueError(f"unknown escape \\{decode(code)}")
+
+
+def _unquote(name: str, where: str = "<patch>") -> str:
+    """A path from a ---/+++ or diff --git line: drop a timestamp, undo git's C quoting
+    (``\\n \\t \\" \\\\ \\ooo`` ...; anything else in quotes is bad input naming ``where``)."""
+    if not name.startswith('"'):
+        return name.split("\t", 1)[0].rstrip()
+    try:
+        m = _QUOTED.match(encode(name))
+        if m is None:
+            raise PatchFormatError(f"{where}: quoted path without its closing quote: {name[:80]!r}")
+        return decode(_ESCAPE.sub(_c_escape, m.group(1)))
+    except PatchFormatError:
+        raise
+    except ValueError as e:  # an unknown escape; a str that no bytes decode to
+        raise PatchFormatError(f"{where}: bad quoted path {name[:80]!r} ({e})") from None
+
+
+def _mode(text: str, where: str) -> int:
+    """The file mode of a git header line: 100644 or 100755 only."""
+    mode = MODES.get(text)
+    if mode is None:
+        kind = {"120000": " (a symlink)", "160000": " (a submodule)"}.get(text, "")
+        raise PatchFormatError(f"{where}: file mode {text[:40]!r}{kind} not supported: only regular "
+                               "files, mode 100644 or 100755")
+    return mode
 
 
 def strip_path(path: str, strip: int) -> str:
@@ -109,32 +153,36 @@ def _parse_file(lines: list[str], tags: str, i: int, strip: int,
     created = deleted = False
     renamed: dict[str, str] = {}  # "from"/"to": paths of a git rename (no a/ b/ prefixes)
     if lines[i].startswith("diff --git "):
-        m = re.match(r'diff --git ("(?:[^"\\]|\\.)*"|\S+) ("(?:[^"\\]|\\.)*"|\S+)$', lines[i])
+        m = _GIT_LINE.match(lines[i])
         if m:
-            git_paths = (_unquote(m.group(1)), _unquote(m.group(2)))
+            git_paths = (_unquote(m.group(1), f"{source}:{i + 1}"), _unquote(m.group(2), f"{source}:{i + 1}"))
         i += 1
         while i < len(lines) and not lines[i].startswith(("--- ", "diff ", "@@")):
-            ext = lines[i]
+            ext, where = lines[i], f"{source}:{i + 1}"
             if ext.startswith(_UNSUPPORTED):
-                raise PatchFormatError(f"{source}:{i + 1}: unsupported git patch ({ext.strip()}); "
+                raise PatchFormatError(f"{where}: unsupported git patch ({ext.strip()}); "
                                        "only text changes are supported")
             if ext.startswith("new file mode "):
-                created, new_mode = True, int(ext.split()[-1], 8)
+                created, new_mode = True, _mode(ext[14:], where)
             elif ext.startswith("deleted file mode "):
-                deleted, old_mode = True, int(ext.split()[-1], 8)
+                deleted, old_mode = True, _mode(ext[18:], where)
             elif ext.startswith(("rename from ", "rename to ")):
-                renamed[ext.split()[1]] = _unquote(ext.split(" ", 2)[2])
+                renamed[ext.split()[1]] = _unquote(ext.split(" ", 2)[2], where)
             elif ext.startswith(("old mode ", "new mode ")):
-                raise PatchFormatError(f"{source}:{i + 1}: mode changes of existing files are "
-                                       "not supported")
+                _mode(ext[9:], where)
+                raise PatchFormatError(f"{where}: mode changes of existing files are not supported")
+            elif ext.startswith("index "):
+                im = _INDEX.match(ext)
+                if im and im.group(1) is not None:
+                    _mode(im.group(1), where)
             i += 1
     elif not (lines[i].startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")):
         return None, i + 1  # Index:, ====, diffstat, mail signature: not part of any file
     if i < len(lines) and lines[i].startswith("--- "):
         if i + 1 >= len(lines) or not lines[i + 1].startswith("+++ "):
             raise PatchFormatError(f"{source}:{i + 1}: '---' line without a '+++' line after it")
-        old = _unquote(lines[i][4:])
-        new = _unquote(lines[i + 1][4:])
+        old = _unquote(lines[i][4:], f"{source}:{i + 1}")
+        new = _unquote(lines[i + 1][4:], f"{source}:{i + 2}")
         epoch = (_EPOCH.search(lines[i]) is not None, _EPOCH.search(lines[i + 1]) is not None)
         i += 2
     elif git_paths is not None:  # a created or deleted empty file, a pure rename: no ---/+++
@@ -175,6 +223,7 @@ _EPOCH = re.compile(r"\t(19(69-12-31|70-01-01) \d\d:\d\d:\d\d(\.0+)? [+-]\d{4}|T
                     r"|Wed Dec 31 \d\d:\d\d:\d\d 1969)\s*$")
 
 
+_GIT_LINE = re.compile(r'diff --git ("(?:[^"\\]|\\.)*"|\S+) ("(?:[^"\\]|\\.)*"|\S+)$')
 _NOT_BODY = re.compile(r"[^ +\-]")
 _line = tuple.__new__  # Line(tag, text, False) without the named tuple's Python-level __new__
 
@@ -182,7 +231,10 @@ _line = tuple.__new__  # Line(tag, text, False) without the named tuple's Python
 def _parse_hunk(lines: list[str], tags: str, i: int, source: str) -> tuple[Hunk, int]:
     m = _HUNK.match(lines[i])
     if not m:
-        raise PatchFormatError(f"{source}:{i + 1}: malformed hunk header {lines[i]!r}")
+        raise PatchFormatError(f"{source}:{i + 1}: malformed hunk header {lines[i][:80]!r}")
+    if any(n is not None and len(n) > MAX_DIGITS for n in m.group(1, 2, 3, 4)):
+        raise PatchFormatError(f"{source}:{i + 1}: line number too large in hunk header "
+                               f"(more than {MAX_DIGITS} digits)")
     old_start, new_start = int(m.group(1)), int(m.group(3))
     old_len = int(m.group(2)) if m.group(2) is not None else 1
     new_len = int(m.group(4)) if m.group(4) is not None else 1

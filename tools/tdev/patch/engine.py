@@ -10,7 +10,9 @@ dropped from the start and the end of a hunk when it does not fit otherwise (GNU
 the default is 0, as with ``git apply``. Every offset and fuzz is reported in the HunkResult.
 
 How "already applied" is decided: a patch whose forward hunks fit exactly where the diff says
-applies; otherwise, if its reverse fits without fuzz it is already applied; otherwise, if the
+applies (unless a hunk has no old lines to place it by, ``diff -U0`` or lines added to an empty
+file: such a hunk fits anywhere, so then a reverse that fits exactly, the added lines where the
+diff puts them, says the patch is already applied); otherwise, if its reverse fits without fuzz it is already applied; otherwise, if the
 forward fits with offsets or fuzz it applies (reported); otherwise it conflicts and the first
 failing hunk says why. Checking the reverse before accepting a moved or fuzzed forward match
 keeps a patch that only adds lines from being applied twice.
@@ -166,7 +168,15 @@ def apply_file(text: str | None, fp: FilePatch, fuzz: int = 0) -> tuple[FileResu
                               reason=f"the patch deletes the file but {len(out)} lines would remain"), None
         return FileResult(path, True, tuple(results)), FileChange(None)
     return FileResult(path, True, tuple(results)), FileChange(join_lines(out, eol),
-                                                             fp.new_mode if fp.is_new else None)
+                                                             regular_mode(fp.new_mode) if fp.is_new else None)
+
+
+def regular_mode(mode: int | None) -> int | None:
+    """The mode a created file gets: 0o100755 or 0o100644, whatever else ``mode`` holds (the
+    parser refuses other modes; a FilePatch built elsewhere cannot bring setuid bits either)."""
+    if mode is None:
+        return None
+    return 0o100755 if mode & 0o111 else 0o100644
 
 
 def attempt(files: tuple[FilePatch, ...] | list[FilePatch], read: Reader, fuzz: int = 0) -> Attempt:
@@ -200,15 +210,23 @@ def classify(files: tuple[FilePatch, ...], read: Reader, fuzz: int = 0,
     roles swap: "applies" means the patch can be taken out, "applied" that it is not in."""
     fwd_files = tuple(files) if direction == "forward" else tuple(f.reversed() for f in files)
     fwd = attempt(fwd_files, read, fuzz)
-    if fwd.exact:
+    blind = fwd.exact and any(_anchorless(h) for fp in fwd_files if not fp.is_new for h in fp.hunks)
+    if fwd.exact and not blind:
         return "applies", fwd
     rev_files = tuple(files) if direction == "reverse" else tuple(f.reversed() for f in files)
     rev = attempt(rev_files, read, 0)
-    if rev.ok:
+    if rev.ok and (rev.exact or not blind):
         return "applied", rev
     if fwd.ok:
         return "applies", fwd
     return "conflict", fwd
+
+
+def _anchorless(hunk: Hunk) -> bool:
+    """A hunk that adds lines with no old line to place it by (``diff -U0``, lines added to an
+    empty file): it fits any text, so its forward fit says nothing about whether it is in;
+    only its reverse (the added lines, where the diff puts them) can tell."""
+    return hunk.old_len == 0 and hunk.new_len > 0
 
 
 def apply_text(text: str | None, fp: FilePatch, fuzz: int = 0) -> str | None:

@@ -23,21 +23,31 @@ from __future__ import annotations
 
 import functools
 import operator
+import os
 import re
 from pathlib import Path
 
+from tdev.docread import BadInput, read_text
+
+from .diff import PatchFormatError
 from .model import PatchMeta
 
 _FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*):[ \t]*(.*)$")
 _SUBJECT_TAG = re.compile(r"^\s*(\[[^\]]*\]\s*)+")
 _OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt,
         "==": operator.eq, "!=": operator.ne}
-_CLAUSE = re.compile(r"^(>=|<=|==|!=|>|<)?\s*(\d+(?:\.\d+)*)(\.\*)?$")
+_CLAUSE = re.compile(r"^(>=|<=|==|!=|>|<)?\s*(\d+(?:\.\d+)*)(\.\*)?$", re.ASCII)
+_RELEASE = re.compile(r"v?(\d+(?:\.\d+)*)", re.ASCII)
+MAX_VERSION_DIGITS = 9  # per release number: int() refuses 4300+ digits, and none needs more
 FIELD_ORDER = ("Description", "Why", "Upstream", "Applies-To")
 
 
-class VersionSpecError(ValueError):
-    pass
+class VersionSpecError(PatchFormatError):
+    """An Applies-To range or a version that cannot be read (bad input, exit 2)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.args = (message,)
 
 
 def parse_meta(text: str) -> PatchMeta:
@@ -98,10 +108,14 @@ def render_meta(description: str, why: str, upstream: str, applies_to: str, auth
 
 def release(version: str) -> tuple[int, ...]:
     """(2, 6, 0) from '2.6.0a0', '2.6.0+cu124', 'v2.6.0'."""
-    m = re.match(r"v?(\d+(?:\.\d+)*)", version.strip())
+    m = _RELEASE.match(version.strip())
     if not m:
-        raise VersionSpecError(f"cannot read version {version!r}")
-    return tuple(int(x) for x in m.group(1).split("."))
+        raise VersionSpecError(f"cannot read version {version[:80]!r}")
+    parts = m.group(1).split(".")
+    if any(len(x) > MAX_VERSION_DIGITS for x in parts):
+        raise VersionSpecError(f"version number too large in {version[:80]!r} (more than "
+                               f"{MAX_VERSION_DIGITS} digits)")
+    return tuple(int(x) for x in parts)
 
 
 def _pad(a: tuple[int, ...], n: int) -> tuple[int, ...]:
@@ -139,8 +153,19 @@ def version_matches(spec: str, version: str) -> bool:
 
 
 def tree_version(root: Path) -> str | None:
-    """The PyTorch version of a source tree (its version.txt), or None."""
-    try:
-        return (root / "version.txt").read_text().strip() or None
-    except OSError:
+    """The PyTorch version of a source tree (its version.txt), or None where it has none.
+
+    A version.txt that is there but cannot be read as a release (not a regular file, not UTF-8,
+    no leading release number) is bad input naming it: the Applies-To ranges of a series cannot
+    be decided against it."""
+    path = Path(root) / "version.txt"
+    if not os.path.lexists(path):
         return None
+    try:
+        version = read_text(path, max_bytes=4096, what="version file").strip()
+        if version:
+            release(version)
+    except (PatchFormatError, BadInput) as e:
+        problem = e.problem if isinstance(e, BadInput) and e.where == str(path) else str(e)
+        raise PatchFormatError(f"{path}: {problem}; the Applies-To ranges cannot be checked") from None
+    return version or None

@@ -17,12 +17,15 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from tdev.docread import BadInput, read_regular, read_text
+
 from .diff import PatchFormatError, decode, parse_diff
 from .meta import VersionSpecError, check_spec, parse_meta
 from .model import Patch, Series
 
 SERIES_FILE = "series"
 FORMAT_PATCH_GLOB = "[0-9][0-9][0-9][0-9]-*.patch"
+MAX_STRIP_DIGITS = 3  # -pN: a strip level of at most 999
 
 
 @dataclass(frozen=True)
@@ -39,12 +42,9 @@ def shipped_series_dir() -> Path:
 
 
 def parse_series_file(path: Path) -> list[SeriesEntry]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PatchFormatError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise PatchFormatError(f"{path}: cannot read series file ({e})") from None
+    if not os.path.lexists(path):
+        raise PatchFormatError(f"{path}: no such file")
+    text = _read(read_text, path, "series file")
     entries: list[SeriesEntry] = []
     seen: set[str] = set()
     for lineno, raw in enumerate(text.splitlines(), 1):
@@ -74,19 +74,26 @@ def parse_series_file(path: Path) -> list[SeriesEntry]:
 
 
 def _strip_level(value: str, path: Path, lineno: int) -> int:
-    if not value.isdigit():
-        raise PatchFormatError(f"{path}:{lineno}: -p needs a number, got {value!r}")
+    if not (value.isascii() and value.isdigit() and len(value) <= MAX_STRIP_DIGITS):
+        raise PatchFormatError(f"{path}:{lineno}: -p needs a number of at most {MAX_STRIP_DIGITS} "
+                               f"digits, got {value[:20]!r}")
     return int(value)
+
+
+def _read(reader, path: Path, what: str):
+    """``reader(path)`` (a tdev.docread reader): regular files only, so a FIFO cannot hang the
+    run; any problem is this area's bad-input error."""
+    try:
+        return reader(path, what=what)
+    except BadInput as e:
+        raise PatchFormatError(str(e)) from None
 
 
 def load_patch(path: Path, name: str | None = None, *, strip: int = 1, reverse: bool = False,
                where: str = "") -> Patch:
-    try:
-        text = decode(path.read_bytes())
-    except FileNotFoundError:
-        raise PatchFormatError(f"{where + ': ' if where else ''}{path}: no such patch file") from None
-    except OSError as e:
-        raise PatchFormatError(f"{path}: cannot read patch ({e.strerror})") from None
+    if not os.path.lexists(path):
+        raise PatchFormatError(f"{where + ': ' if where else ''}{path}: no such patch file")
+    text = decode(_read(read_regular, path, "patch file"))
     header, files = parse_diff(text, strip=strip, source=str(path))
     meta = parse_meta(header)
     try:
@@ -121,7 +128,7 @@ def append_to_series(series: Series, name: str) -> str:
     """The text of the series file with ``name`` appended (the caller writes it atomically).
     A directory of format-patch files gets a series file listing them first."""
     if series.series_file is not None and series.series_file.exists():
-        text = series.series_file.read_text(encoding="utf-8")
+        text = _read(read_text, series.series_file, "series file")
     else:
         text = "".join(f"{p.name}\n" for p in series.patches)
     if text and not text.endswith("\n"):
