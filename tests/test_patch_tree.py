@@ -145,5 +145,6 @@ def test_kill_then_recover_returns_the_old_tree(small):
     with t.lock():
         restored = t.recover()
     files = ["a.txt", "src/b.py", "src/c.cfg"]
-    assert sorted(restored) == sorted(files + [f"{STATE_DIR}/base/{f}" for f in files])
+    assert sorted(restored) == sorted(files + [f"{STATE_DIR}/base/{f}" for f in files]
+                                      + [f"{STATE_DIR}/owners.json"])
     assert tree_hash(tree) == before

@@ -4,16 +4,23 @@ Each returns a :class:`SeriesReport`. A patch is planned in memory on top of the
 it; the tree is written only when the whole series fits, through :meth:`Tree.commit`.
 
 ``apply`` also keeps an upstream copy of each file the series changes in
-``.tdev-patches/base/`` (only for files no patch had touched yet); ``refresh`` diffs against it
-on a plain tree, and ``unapply`` removes each copy once the file is back to it.
+``.tdev-patches/base/`` (only for files no patch had touched yet, with the file's mode and
+mtime); ``refresh`` diffs against it on a plain tree, and ``unapply`` removes each copy once the
+file is back to it, giving the file the copy's mtime again (a build sees nothing changed).
+``apply`` records which patches this series put in (:mod:`tdev.patch.owners`); ``unapply``
+takes out only those.
 """
 from __future__ import annotations
 
 import gc
+import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tdev.docread import BadInput
+
+from . import owners as own
 from .diff import PatchFormatError
 from .engine import FileChange, classify
 from .meta import tree_version, version_matches
@@ -22,6 +29,7 @@ from .series import load_series
 from .tree import STATE_DIR, PathRefused, Tree
 
 BASE_DIR = f"{STATE_DIR}/base"
+KEPT = "left in: it was in the tree before this series was applied (another series or by hand)"
 
 
 @dataclass
@@ -31,16 +39,41 @@ class Plan:
     results: list[PatchResult] = field(default_factory=list)
     changes: dict[str, FileChange] = field(default_factory=dict)
     touched_applied: set[str] = field(default_factory=set)  # files of already-applied patches
+    times: dict[str, int] = field(default_factory=dict)  # mtimes (ns) to give written files
 
     def read_through(self, tree: Tree):
         return lambda p: self.changes[p].text if p in self.changes else tree.read(p)
 
 
-def open_tree(torch_src: Path | str) -> Tree:
+def open_tree(torch_src: Path | str, series: Series | None = None) -> Tree:
+    """The tree at ``torch_src``; with ``series``, bad input unless it is a PyTorch checkout
+    (scan's test) or holds a file the series changes (a wrong --torch-src would otherwise read
+    as every patch in conflict)."""
     try:
-        return Tree(torch_src)
+        tree = Tree(torch_src)
     except FileNotFoundError:
         raise PatchFormatError(f"{torch_src}: no such directory (--torch-src)") from None
+    if series is not None and not _holds_any(tree, series):
+        from tdev.scan.scanner import ScanInputError, check_root  # only on this rare path
+
+        try:
+            check_root(Path(torch_src))
+        except ScanInputError as e:
+            raise BadInput("", f"{e} (--torch-src), and it holds none of the files the series "
+                               f"{series.directory} changes") from None
+    return tree
+
+
+def _holds_any(tree: Tree, series: Series) -> bool:
+    for patch in series.patches:
+        for fp in patch.files:
+            for rel in (fp.old_path, fp.new_path):
+                try:
+                    if rel and os.path.isfile(tree.resolve(rel)):
+                        return True
+                except PathRefused:
+                    continue
+    return False
 
 
 def base_path(rel: str) -> str:
@@ -61,9 +94,10 @@ def refusal(tree: Tree, patch: Patch) -> str:
 
 
 def plan(series: Series, tree: Tree, *, reverse: bool = False, fuzz: int = 0,
-         version: str | None = None) -> Plan:
+         version: str | None = None, keep: frozenset[str] = frozenset()) -> Plan:
     """Walk the series (backwards when ``reverse``). States are those of the tree before the
-    run: "applied" patches are in the tree, "applies" ones are not but fit."""
+    run: "applied" patches are in the tree, "applies" ones are not but fit; on a backward walk
+    an applied patch named in ``keep`` (another series put it in) is "kept", not taken out."""
     out = Plan()
     read = out.read_through(tree)
     for patch in (reversed(series.patches) if reverse else series.patches):
@@ -80,6 +114,9 @@ def plan(series: Series, tree: Tree, *, reverse: bool = False, fuzz: int = 0,
                               "reverse" if reverse else "forward")
         if reverse:  # name the states by what the tree holds, not by the direction
             state = {"applies": "applied", "applied": "applies"}.get(state, state)
+            if state == "applied" and patch.name in keep:
+                out.results.append(PatchResult(patch.name, "kept", tuple(att.files), KEPT, patch.meta))
+                continue
         taking = (state == "applied") if reverse else (state == "applies")
         if taking:
             out.changes.update(att.changes)
@@ -95,7 +132,7 @@ def plan(series: Series, tree: Tree, *, reverse: bool = False, fuzz: int = 0,
 
 
 def survey(series: Series, tree: Tree, *, reverse: bool = False, fuzz: int = 0,
-           version: str | None = None) -> Plan:
+           version: str | None = None, keep: frozenset[str] = frozenset()) -> Plan:
     """:func:`plan` in the command's direction, read the other way when that is what fits.
 
     A forward walk lets each patch see the ones before it applied: right for a tree that has
@@ -105,7 +142,7 @@ def survey(series: Series, tree: Tree, *, reverse: bool = False, fuzz: int = 0,
     without conflicts, so when the command's own walk finds a conflict the other is tried; it
     is taken when it finds none and says the whole series is in the tree (forward command) or
     out of it (backward), with nothing to write: the command has nothing to do."""
-    first = plan(series, tree, reverse=reverse, fuzz=fuzz, version=version)
+    first = plan(series, tree, reverse=reverse, fuzz=fuzz, version=version, keep=keep)
     if not any(r.state == "conflict" for r in first.results):
         return first
     other = plan(series, tree, reverse=not reverse, fuzz=fuzz, version=version)
@@ -163,7 +200,8 @@ def check(series_dir: Path | str | None, torch_src: Path | str, *, command: str 
 
 
 def _check(series_dir, torch_src, command: str, fuzz: int, wait: float) -> SeriesReport:
-    series, tree = load_series(series_dir), open_tree(torch_src)
+    series = load_series(series_dir)
+    tree = open_tree(torch_src, series)
     version = tree_version(tree.root)
     with tree.lock(wait=wait, shared=True):
         p = survey(series, tree, fuzz=fuzz, version=version)
@@ -190,35 +228,67 @@ def _write(command: str, series_dir, torch_src, skip_done: bool, fuzz: int, wait
 
 def _write_series(command: str, series_dir, torch_src, skip_done: bool, fuzz: int,
                   wait: float) -> SeriesReport:
-    series, tree = load_series(series_dir), open_tree(torch_src)
+    series = load_series(series_dir)
+    tree = open_tree(torch_src, series)
     version = tree_version(tree.root)
     reverse = command == "unapply"
     with tree.lock(wait=wait):
         restored = tree.recover()
         warnings = [f"rolled back an interrupted run ({len(restored)} files restored)"] if restored else []
-        p = survey(series, tree, reverse=reverse, fuzz=fuzz, version=version)
+        owners = _owners(tree)
+        keep = frozenset(own.kept_by_others(owners, series)) if reverse else frozenset()
+        p = survey(series, tree, reverse=reverse, fuzz=fuzz, version=version, keep=keep)
         unwanted = "" if skip_done else ("applies" if reverse else "applied")
         hint = ("--skip-unapplied skips it" if reverse else "--skip-applied skips it")
         message = _failure(p.results, unwanted=unwanted, hint=hint)
         changed: list[str] = []
         if not message:
             changes = dict(p.changes)
+            _carry_rename_modes(series, tree, changes)
             changes.update(_base_store(tree, p, reverse))
-            changed = [c for c in tree.commit(changes) if not c.startswith(STATE_DIR + "/")]
+            record = own.after_unapply(owners, series) if reverse else own.after_apply(
+                owners, series, p.results)
+            if record is not None:
+                changes[own.OWNERS] = own.render(record)
+            changed = [c for c in tree.commit(changes, p.times) if not c.startswith(STATE_DIR + "/")]
     return _report(command, series, tree, version, p, message, changed, warnings)
 
 
+def _owners(tree: Tree) -> own.Owners:
+    text = tree.read(own.OWNERS)
+    return {} if text is None else own.parse(text, os.path.join(tree.real, own.OWNERS))
+
+
+def _carry_rename_modes(series: Series, tree: Tree, changes: dict[str, FileChange]) -> None:
+    """A file a rename creates gets the mode of the file it moves from (both ways)."""
+    for patch in series.patches:
+        for fp in patch.files:
+            if not fp.old_path or not fp.new_path or fp.old_path == fp.new_path:
+                continue
+            for gone, made in ((fp.old_path, fp.new_path), (fp.new_path, fp.old_path)):
+                new, old = changes.get(made), changes.get(gone)
+                if new is None or old is None or new.text is None or old.text is not None \
+                        or new.mode or tree.mode(made) is not None:
+                    continue
+                mode = tree.mode(gone)
+                if mode is not None:
+                    changes[made] = FileChange(new.text, 0o100000 | (mode & 0o777))
+
+
 def _base_store(tree: Tree, p: Plan, reverse: bool) -> dict[str, FileChange]:
-    """Upstream copies to keep (apply) or to drop (unapply) in .tdev-patches/base/."""
+    """Upstream copies to keep (apply, with the file's mode and mtime) or to drop (unapply:
+    the file that comes back to its copy gets the copy's mtime again) in .tdev-patches/base/."""
     out: dict[str, FileChange] = {}
     for rel, change in p.changes.items():
         kept = tree.read(base_path(rel))
         if not reverse and kept is None and rel not in p.touched_applied:
             current = tree.read(rel)
             if current is not None:
-                out[base_path(rel)] = FileChange(current)
+                out[base_path(rel)] = FileChange(current, tree.mode(rel))
+                p.times[base_path(rel)] = tree.mtime_ns(rel)
         elif reverse and kept is not None and kept == change.text:
             out[base_path(rel)] = FileChange(None)
+            p.times[rel] = tree.mtime_ns(base_path(rel))
     return out
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import owners
 from .diff import PatchFormatError, decode, encode, format_file_patch, make_file_patch
 from .engine import apply_text
 from .meta import release, render_meta, tree_version
@@ -171,7 +172,22 @@ def new(series_dir: Path | str | None, torch_src: Path | str, name: str, *, desc
     if applies_to is None:
         applies_to = _default_range(tree_version(tree.root))
     header = render_meta(description, why, upstream, applies_to)
-    return _write_patch("new", target, header, files, 1, series, filename)
+    result = _write_patch("new", target, header, files, 1, series, filename)
+    if result.ok:
+        _own_new_patch(tree, series, filename)
+    return result
+
+
+def _own_new_patch(tree: Tree, series: Series, name: str) -> None:
+    """Add the new patch to the series' record of what it put into the tree (if it has one)."""
+    text = tree.read(owners.OWNERS)
+    if text is None:
+        return
+    record = owners.after_new(owners.parse(text, os.path.join(tree.real, owners.OWNERS)), series, name)
+    if record is not None:
+        with tree.lock():
+            write_atomic(tree.resolve(owners.OWNERS, internal=True),
+                         encode(owners.render(record).text or ""), 0o644)
 
 
 def _changed_files(bases: Bases, untracked: bool) -> list[str]:

@@ -16,12 +16,12 @@ _LABELS = {
     "status": {"applied": "applied", "applies": "not applied", "conflict": "CONFLICT",
                "excluded": "excluded", "refused": "REFUSED"},
     "unapply": {"applied": "unapply", "applies": "not applied", "conflict": "CONFLICT",
-                "excluded": "excluded", "refused": "REFUSED"},
+                "excluded": "excluded", "refused": "REFUSED", "kept": "kept"},
 }
 # how each state is counted in the last line
 _SUMMARY = {
     "apply": {"applies": "applied", "applied": "already applied"},
-    "unapply": {"applied": "taken out", "applies": "not applied"},
+    "unapply": {"applied": "taken out", "applies": "not applied", "kept": "kept (not put in by this series)"},
     "verify": {"applies": "would apply", "applied": "already applied"},
     "status": {"applies": "not applied"},
 }

@@ -5,38 +5,46 @@ Everything the patch commands write goes through :meth:`Tree.commit`:
 1. every path is checked first (:meth:`Tree.resolve`): absolute paths, ``..``, ``.git`` and
    paths that resolve through a symlink to a place outside the tree are refused before
    anything is written;
-2. the original content of every file about to change is written to a journal
-   (``.tdev-patches/journal.new``, fsynced) which is then renamed to ``.tdev-patches/journal``:
-   from that moment a run can be rolled back;
-3. each file is written to a temporary file beside it and renamed over it (``os.replace``);
+2. the original content, mode and mtime of every file about to change, and the directories
+   the write will create, go to a journal (``.tdev-patches/journal.new``, fsynced) which is
+   then renamed to ``.tdev-patches/journal``: from that moment a run can be rolled back;
+3. each file is written to a temporary file beside it, named after its journal entry
+   (``.tdev-tmp-NNNNNN``), and renamed over it (``os.replace``);
 4. the journal is renamed away and deleted: the change is committed.
 
 If a write fails the journal is played back at once. If the process dies (kill -9, power
-loss) the journal stays, and the next run that takes the lock plays it back first, so the tree
-is always either as it was or fully changed. Read-only commands read through a pending
-journal (they see the tree as the roll-back will leave it) and warn about it.
+loss) the journal stays, and the next run that takes the lock plays it back first: it sweeps
+the temporary files of every entry, puts each file back (content, mode, mtime), removes the
+directories the run created, so the tree is as it was, with nothing of the killed run left.
+Read-only commands read through a pending journal and warn about it. The journal is validated
+before use (:mod:`tdev.patch.journal`); state paths that are symlinks are refused.
 
-The lock is ``fcntl.flock`` on ``.tdev-patch.lock`` in the tree's root: writers take it
-exclusively and remove the file when done, readers share it if the file exists.
+The lock is ``fcntl.flock`` on ``.tdev-patch.lock`` in the tree's root (never followed if it
+is a link): writers take it exclusively and remove the file when done, readers share it if the
+file exists.
 """
 from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import shutil
 import signal
+import stat
 import tempfile
 import time
 from pathlib import Path
 
+from tdev.docread import BadInput
+
+from . import journal as jn
 from .diff import decode, encode
 from .engine import FileChange
 
 LOCK_NAME = ".tdev-patch.lock"
 STATE_DIR = ".tdev-patches"
 JOURNAL = f"{STATE_DIR}/journal"
+STATE_NAMES = ("journal", "journal.new", "journal.done", "base", "owners.json")
 FAULT_ENV = "TDEV_PATCH_FAULT"  # test hook: "kill:N" / "fail:N" after the N-th file write
 
 
@@ -56,21 +64,47 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def write_atomic(real: str, data: bytes, mode: int | None) -> None:
-    """Write ``data`` to a temporary file beside ``real`` and rename it into place."""
-    directory = os.path.dirname(real)
-    fd, tmp = tempfile.mkstemp(prefix=".tdev-tmp-", dir=directory)
+def _open_temp(directory: str, tmp: str | None) -> tuple[int, str]:
+    if tmp is None:
+        return tempfile.mkstemp(prefix=jn.TEMP_PREFIX, dir=directory)
+    path = os.path.join(directory, tmp)
+    if os.path.lexists(path):
+        os.unlink(path)  # left by a killed run: ours by its name
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), path
+
+
+def write_atomic(real: str, data: bytes, mode: int | None, *, tmp: str | None = None,
+                 mtime_ns: int | None = None) -> None:
+    """Write ``data`` to a temporary file beside ``real`` (``tmp``: its name, else a random
+    one) and rename it into place; the replaced file's owner is kept where we may."""
+    try:
+        old = os.lstat(real)
+    except (FileNotFoundError, NotADirectoryError):
+        old = None
+    fd, path = _open_temp(os.path.dirname(real), tmp)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fchmod(fh.fileno(), mode if mode is not None else 0o644)
+            if old is not None and (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
+                try:
+                    os.fchown(fh.fileno(), old.st_uid, old.st_gid)
+                except PermissionError:
+                    pass
+            if mtime_ns is not None:
+                os.utime(fh.fileno(), ns=(mtime_ns, mtime_ns))
             os.fsync(fh.fileno())
-        os.replace(tmp, real)
+        os.replace(path, real)
     except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
+        if os.path.lexists(path):
+            os.unlink(path)
         raise
+
+
+def _refuse_link(path: str, what: str) -> None:
+    if os.path.islink(path):
+        raise BadInput(path, f"is a symbolic link; refusing to use it as {what}")
 
 
 class TreeLock:
@@ -78,12 +112,26 @@ class TreeLock:
         self.path = os.path.join(root, LOCK_NAME)
         self.wait, self.shared, self.fd = wait, shared, None
 
+    def _open(self) -> int | None:
+        flags = (os.O_RDONLY if self.shared else os.O_RDWR | os.O_CREAT) | os.O_NOFOLLOW | os.O_NONBLOCK
+        try:
+            fd = os.open(self.path, flags, 0o644)
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                _refuse_link(self.path, "the tree's lock file")
+            raise
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise BadInput(self.path, "is not a regular file; refusing to use it as the tree's lock file")
+        return fd
+
     def __enter__(self) -> "TreeLock":
         deadline = time.monotonic() + self.wait
         while True:
-            try:
-                fd = os.open(self.path, os.O_RDONLY if self.shared else os.O_RDWR | os.O_CREAT, 0o644)
-            except FileNotFoundError:
+            fd = self._open()
+            if fd is None:
                 return self  # a reader finds no lock file: nobody is writing
             try:
                 fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
@@ -97,7 +145,7 @@ class TreeLock:
                 time.sleep(0.05)
                 continue
             try:  # the holder before us may have removed the file: lock the one at the path
-                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+                same = os.lstat(self.path).st_ino == os.fstat(fd).st_ino
             except FileNotFoundError:
                 same = False
             if not same:
@@ -131,12 +179,23 @@ class Tree:
         self.real = os.path.realpath(self.root)
         self._cache: dict[str, str | None] = {}
         self._real_dirs: dict[str, str] = {}  # directory (relative) -> its real path
+        self._check_state_paths()
         self.overlay = self._pending_journal()
+
+    def _check_state_paths(self) -> None:
+        state = os.path.join(self.real, STATE_DIR)
+        _refuse_link(state, "the tree's state directory")
+        if not os.path.lexists(state):
+            return
+        if not os.path.isdir(state):
+            raise BadInput(state, "is not a directory; refusing to use it as the tree's state directory")
+        for name in STATE_NAMES:
+            _refuse_link(os.path.join(state, name), "tdev state")
 
     # ---- paths ------------------------------------------------------------------------------
     def resolve(self, rel: str, *, internal: bool = False) -> str:
         """The real path of ``rel`` inside the tree; PathRefused if it would leave it."""
-        if not rel or "\0" in rel:
+        if not isinstance(rel, str) or not rel or "\0" in rel:
             raise PathRefused(f"{rel!r}: empty or invalid path")
         if rel.startswith("/") or os.path.isabs(rel):
             raise PathRefused(f"{rel}: absolute path")
@@ -150,6 +209,8 @@ class Tree:
             raise PathRefused(f"{rel}: resolves through a symlink to {real}, outside the tree")
         if real == self.real:
             raise PathRefused(f"{rel}: is the tree's root")
+        if parts[0] == STATE_DIR and real != os.path.join(self.real, *parts):
+            raise PathRefused(f"{rel}: tdev state reached through a symlink")
         return real
 
     def _realpath(self, parts: list[str]) -> str:
@@ -176,24 +237,37 @@ class Tree:
         """The file's text (None if absent), as a pending roll-back would leave it."""
         if rel in self._cache:
             return self._cache[rel]
-        if rel in self.overlay:
-            data = self.overlay[rel]
-        else:
-            try:
-                with open(self.resolve(rel, internal=True), "rb") as fh:
-                    data = fh.read()
-            except FileNotFoundError:
-                data = None
-            except IsADirectoryError:
-                raise PathRefused(f"{rel}: is a directory") from None
+        data = self.overlay[rel] if rel in self.overlay else self._read_bytes(rel)
         text = None if data is None else decode(data)
         self._cache[rel] = text
         return text
 
+    def _read_bytes(self, rel: str) -> bytes | None:
+        try:
+            fd = os.open(self.resolve(rel, internal=True), os.O_RDONLY | os.O_NONBLOCK)
+        except (FileNotFoundError, NotADirectoryError):
+            return None  # absent, or a parent is a file (a series may turn it into a directory)
+        try:
+            kind = os.fstat(fd).st_mode
+            if stat.S_ISDIR(kind):
+                return None  # no file of that name; commit refuses to write over a directory
+            if not stat.S_ISREG(kind):
+                raise PathRefused(f"{rel}: is not a regular file")
+            with os.fdopen(fd, "rb", closefd=False) as fh:
+                return fh.read()
+        finally:
+            os.close(fd)
+
     def mode(self, rel: str) -> int | None:
         try:
             return os.stat(self.resolve(rel, internal=True)).st_mode & 0o7777
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def mtime_ns(self, rel: str) -> int | None:
+        try:
+            return os.stat(self.resolve(rel, internal=True)).st_mtime_ns
+        except (FileNotFoundError, NotADirectoryError):
             return None
 
     def lock(self, *, wait: float = 0.0, shared: bool = False) -> TreeLock:
@@ -203,41 +277,61 @@ class Tree:
     def _journal_path(self, name: str = "journal") -> str:
         return os.path.join(self.real, STATE_DIR, name)
 
+    def _load_journal(self) -> jn.Manifest | None:
+        directory = self._journal_path()
+        if not os.path.lexists(directory):
+            return None
+        if not os.path.isdir(directory):
+            raise BadInput(directory, "is not a directory; a tdev journal is one")
+        return jn.load(directory, lambda rel: self.resolve(rel, internal=True))
+
     def _pending_journal(self) -> dict[str, bytes | None]:
-        manifest = os.path.join(self._journal_path(), "manifest.json")
-        if not os.path.exists(manifest):
+        manifest = self._load_journal()
+        if manifest is None:
             return {}
-        with open(manifest) as fh:
-            entries = json.load(fh)
-        return {e["path"]: (None if e["blob"] is None else
-                            Path(self._journal_path(), e["blob"]).read_bytes()) for e in entries}
+        directory = self._journal_path()
+        return {e.path: None if e.blob is None else Path(directory, e.blob).read_bytes()
+                for e in manifest.entries}
 
     def recover(self) -> list[str]:
         """Play back a journal left by an interrupted run; the paths restored. Call under the lock."""
         for leftover in ("journal.new", "journal.done"):
             shutil.rmtree(self._journal_path(leftover), ignore_errors=True)
-        if not os.path.isdir(self._journal_path()):
+        manifest = self._load_journal()
+        if manifest is None:
             self._tidy_state_dir()
             return []
-        restored = self._rollback()
+        restored = self._rollback(manifest)
         self.overlay, self._cache, self._real_dirs = {}, {}, {}
         return restored
 
-    def _rollback(self) -> list[str]:
+    def _rollback(self, manifest: jn.Manifest) -> list[str]:
+        """Put every entry back: temporaries swept, created files removed, created directories
+        removed (when empty), then the old files written back with their mode and mtime."""
         journal = self._journal_path()
-        with open(os.path.join(journal, "manifest.json")) as fh:
-            entries = json.load(fh)
-        for e in entries:
-            real = self.resolve(e["path"], internal=True)
-            if e["blob"] is None:
-                if os.path.lexists(real):
-                    os.unlink(real)
-                    self._prune_dirs(os.path.dirname(real))
-            else:
+        self._real_dirs = {}
+        targets = [self.resolve(e.path, internal=True) for e in manifest.entries]
+        for n, real in enumerate(targets):
+            tmp = os.path.join(os.path.dirname(real), jn.temp_name(n))
+            if os.path.isfile(tmp) and not os.path.islink(tmp):
+                os.unlink(tmp)
+        for e, real in zip(manifest.entries, targets):
+            if e.blob is None and os.path.lexists(real) and not os.path.isdir(real):
+                os.unlink(real)
+        for d in reversed(manifest.dirs):
+            try:
+                os.rmdir(self.resolve(d, internal=True))
+            except OSError:
+                pass  # not empty, or already gone
+        self._real_dirs = {}
+        for n, e in enumerate(manifest.entries):
+            if e.blob is not None:
+                real = self.resolve(e.path, internal=True)
                 os.makedirs(os.path.dirname(real), exist_ok=True)
-                write_atomic(real, Path(journal, e["blob"]).read_bytes(), e["mode"])
+                write_atomic(real, Path(journal, e.blob).read_bytes(), e.mode, tmp=jn.temp_name(n),
+                             mtime_ns=e.mtime_ns)
         self._finish_journal()
-        return [e["path"] for e in entries]
+        return [e.path for e in manifest.entries]
 
     def _finish_journal(self) -> None:
         done = self._journal_path("journal.done")
@@ -262,21 +356,35 @@ class Tree:
                 return
             directory = os.path.dirname(directory)
 
-    def _write_journal(self, plan: list[tuple[str, str]]) -> None:
+    def _new_dirs(self, plan: list[tuple[str, str]], changes: dict[str, FileChange]) -> list[str]:
+        """The directories (relative, parents first) the writes will create."""
+        out: dict[str, None] = {}
+        for rel, _ in plan:
+            if changes[rel].text is None:
+                continue
+            parts = rel.split("/")[:-1]
+            for i in range(1, len(parts) + 1):
+                d = "/".join(parts[:i])
+                if d in out or not os.path.isdir(os.path.join(self.real, d)):
+                    out[d] = None
+        return list(out)
+
+    def _write_journal(self, plan: list[tuple[str, str]], dirs: list[str]) -> None:
         new = self._journal_path("journal.new")
         shutil.rmtree(new, ignore_errors=True)
         os.makedirs(new)
-        entries = []
+        manifest = jn.Manifest(dirs=dirs)
         for n, (rel, real) in enumerate(plan):
-            entry = {"path": rel, "blob": None, "mode": None}
-            if os.path.lexists(real):
-                entry.update(blob=f"{n:06d}", mode=os.stat(real).st_mode & 0o7777)
-                shutil.copyfile(real, os.path.join(new, entry["blob"]))
-                with open(os.path.join(new, entry["blob"]), "rb+") as fh:
+            entry = jn.Entry(rel)
+            if os.path.lexists(real) and not os.path.isdir(real):
+                st = os.stat(real)
+                entry = jn.Entry(rel, f"{n:06d}", jn.journal_mode(st.st_mode), st.st_mtime_ns)
+                shutil.copyfile(real, os.path.join(new, entry.blob))
+                with open(os.path.join(new, entry.blob), "rb+") as fh:
                     os.fsync(fh.fileno())
-            entries.append(entry)
-        with open(os.path.join(new, "manifest.json"), "w") as fh:
-            json.dump(entries, fh, indent=1)
+            manifest.entries.append(entry)
+        with open(os.path.join(new, jn.MANIFEST), "wb") as fh:
+            fh.write(manifest.to_bytes())
             fh.flush()
             os.fsync(fh.fileno())
         _fsync_dir(new)
@@ -284,36 +392,45 @@ class Tree:
         _fsync_dir(os.path.dirname(new))
 
     # ---- writing ----------------------------------------------------------------------------
-    def commit(self, changes: dict[str, FileChange]) -> list[str]:
-        """Write every change or none (see the module's docstring). Call under the lock."""
+    def commit(self, changes: dict[str, FileChange], times: dict[str, int] | None = None) -> list[str]:
+        """Write every change or none (see the module's docstring); ``times``: mtimes (ns) to
+        give written files. Call under the lock."""
         if not changes:
             return []
         plan = [(rel, self.resolve(rel, internal=True)) for rel in changes]  # all checked first
-        self._write_journal(plan)
+        for rel, real in plan:
+            if changes[rel].text is not None and os.path.isdir(real) and not any(
+                    other.startswith(rel + "/") and c.text is None for other, c in changes.items()):
+                raise PathRefused(f"{rel}: is a directory")
+        self._write_journal(plan, self._new_dirs(plan, changes))
+        order = sorted(range(len(plan)), key=lambda n: changes[plan[n][0]].text is not None)
         fault = os.environ.get(FAULT_ENV, "")
         kind, _, count = fault.partition(":")
         written = 0
         try:
-            for rel, real in plan:
-                change = changes[rel]
-                if change.text is None:
-                    if os.path.lexists(real):
-                        os.unlink(real)
-                        self._prune_dirs(os.path.dirname(real))
-                else:
-                    old_mode = self.mode(rel)
-                    os.makedirs(os.path.dirname(real), exist_ok=True)
-                    write_atomic(real, encode(change.text),
-                                  change.mode & 0o7777 if change.mode else old_mode)
+            for n in order:  # deletions first: a file may give its name to a directory
+                rel, real = plan[n]
+                self._write_one(rel, real, changes[rel], jn.temp_name(n), (times or {}).get(rel))
                 written += 1
                 if count and written == int(count):
                     if kind == "kill":
                         os.kill(os.getpid(), signal.SIGKILL)
                     raise OSError(errno.EIO, f"{FAULT_ENV}: injected failure after {written} writes")
         except BaseException:
-            self._rollback()
+            self._rollback(self._load_journal() or jn.Manifest())
             raise
         finally:
             self._cache, self._real_dirs = {}, {}
         self._finish_journal()
         return [rel for rel, _ in plan]
+
+    def _write_one(self, rel: str, real: str, change: FileChange, tmp: str, mtime_ns: int | None) -> None:
+        if change.text is None:
+            if os.path.lexists(real) and not os.path.isdir(real):
+                os.unlink(real)
+                self._prune_dirs(os.path.dirname(real))
+            return
+        old_mode = self.mode(rel)
+        os.makedirs(os.path.dirname(real), exist_ok=True)
+        write_atomic(real, encode(change.text), change.mode & 0o7777 if change.mode else old_mode,
+                     tmp=tmp, mtime_ns=mtime_ns)
