@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from tdev.cli.main import EXIT_FINDINGS, EXIT_OK, UserError
@@ -16,18 +17,23 @@ directory of git format-patch files). Each patch is a unified diff with a header
 apply and unapply change the tree all-or-nothing (journal + atomic renames, a lock file
 .tdev-patch.lock); verify and status never write to it."""
 
-EPILOG = """\
-actions:
-  verify    check every patch applies or is already applied (--junit FILE for CI)
-  status    which patches are applied, which would apply, which conflict
-  apply     apply the whole series or nothing (--skip-applied to pass over applied ones)
-  unapply   take the whole series out, last patch first, or nothing
-  new NAME      record a git checkout's changes (vs HEAD + applied series) as a new patch
-  refresh NAME  regenerate a patch from the files it touches in the tree
-  port --to PATH  carry the series to another PyTorch tree (three-way merge per file)
-
+EXIT_CODES = """\
 exit codes: 0 success, 1 a patch does not apply / conflicts / tree locked,
-            2 bad input (missing series file, malformed patch, missing tree), 130 interrupted
+            2 bad input (missing series file, malformed patch, not a PyTorch tree, damaged
+              tdev state in the tree), 130 interrupted"""
+
+EXAMPLES = {
+    "verify": "tdev patch verify --torch-src ~/pytorch --junit patches.xml",
+    "status": "tdev patch status --series torch_patches/extract-2.6.0 --torch-src ~/pytorch",
+    "apply": "tdev patch apply --series torch_patches/extract-2.6.0 --torch-src ~/pytorch --skip-applied",
+    "unapply": "tdev patch unapply --torch-src ~/pytorch",
+    "new": "tdev patch new 0004-my-change --series my_patches --torch-src ~/pytorch --description ...",
+    "refresh": "tdev patch refresh 0004-my-change --series my_patches --torch-src ~/pytorch",
+    "port": "tdev patch port --torch-src ~/pytorch-2.6 --to ~/pytorch-2.7 --out ported/",
+}
+WRITES_SERIES = ("new", "refresh")
+
+EPILOG = EXIT_CODES + """
 
 example:
   tdev patch verify --torch-src ~/pytorch --junit patches.xml
@@ -44,7 +50,8 @@ def register(subparsers) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--series", metavar="DIR",
                         help="series directory (quilt 'series' + *.patch, or git format-patch "
-                             "files); default: the series shipped with tdev")
+                             "files); default: the series shipped with tdev (new and refresh, "
+                             "which write the series, need it named)")
     common.add_argument("--torch-src", metavar="PATH", default=".",
                         help="PyTorch source tree, git checkout or unpacked release (default: .)")
     common.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -59,7 +66,9 @@ def register(subparsers) -> None:
 
     def add(name: str, help_text: str, *parents) -> argparse.ArgumentParser:
         return actions.add_parser(name, help=help_text, description=help_text,
-                                  parents=[common, locking, *parents])
+                                  parents=[common, locking, *parents],
+                                  epilog=f"{EXIT_CODES}\n\nexample:\n  {EXAMPLES[name]}",
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
 
     p = add("verify", "check that every patch applies or is already applied; never writes the tree",
             fuzzy)
@@ -115,6 +124,11 @@ def _dispatch(args: argparse.Namespace) -> int:
     action, series, src = args.patch_action, args.series, args.torch_src
     if getattr(args, "fuzz", 0) < 0 or args.wait < 0:
         raise UserError("--fuzz and --wait take a number of 0 or more")
+    if action in WRITES_SERIES and series is None:
+        raise UserError(f"patch {action} writes a series: name it with --series DIR")
+    junit = getattr(args, "junit", None)
+    if junit and not os.path.isdir(os.path.dirname(os.path.abspath(junit))):
+        raise UserError(f"{os.path.dirname(junit) or '.'}: no such directory (--junit)")
     if action in ("verify", "status"):
         result = ops.check(series, src, command=action, fuzz=args.fuzz, wait=args.wait)
         if action == "verify" and args.junit:
