@@ -19,17 +19,22 @@ MANIFEST.json records every file (source, destination, sha256, the scan rules, t
 version/commit); EXTRACT_REPORT.json lists what needs a person.
 
 The tree is built beside DIR and renamed into place: a killed run leaves the previous DIR or
-the complete new one. A second run on the same input changes nothing."""
+the complete new one. A second run on the same input changes nothing. Local work in DIR is
+never lost silently: files tdev did not write (notes, a build directory) are kept in place;
+files edited since tdev wrote them stop the run (exit 1, listed) unless --discard-changes."""
 
 EPILOG = """exit codes:
   0  extracted (or verified) successfully; items for review do not fail a run
-  1  --verify found missing, changed or unexpected files
+  1  --verify found missing, changed or unexpected files; or DIR holds files edited since tdev
+     wrote them (or files tdev did not write where the new tree puts one): nothing written
   2  bad input: not a PyTorch tree, unreadable scan or layout, a layout/manifest path that
-     escapes its directory, an output directory tdev did not write, a dirty checkout (--in-tree)
+     escapes its directory, an output directory tdev did not write (no valid MANIFEST.json of
+     tdev's), a file as DIR, a dirty or missing git checkout (--in-tree)
 
 examples:
   tdev extract ~/src/pytorch --dry-run
   tdev extract ~/src/pytorch --out /tmp/torch_cuda
+  tdev extract ~/src/pytorch --out /tmp/torch_cuda --discard-changes   # replace edited files
   tdev extract --verify --out /tmp/torch_cuda
   tdev extract ~/src/pytorch --in-tree          # git mv + one commit inside the checkout"""
 
@@ -45,6 +50,9 @@ def register(sub) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     p.add_argument("--in-tree", action="store_true", help="git mv inside the checkout, one commit")
     p.add_argument("--verify", action="store_true", help="re-hash an extracted tree against its manifest")
+    p.add_argument("--discard-changes", action="store_true", help="replace files edited since tdev wrote "
+                   "them (and files tdev did not write where the new tree puts one); other files "
+                   "tdev did not write are kept either way")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("--jobs", "-j", type=int, default=2, help="parallel preprocessing checks and scan "
                    "workers (default: 2)")
@@ -62,7 +70,16 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("extract: PYTORCH_ROOT is required (or --verify)")
     if args.in_tree and args.out is not None:
         raise UserError("--in-tree writes PYTORCH_ROOT/third_device/torch_cuda; --out does not apply")
-    plan = _plan(args, UserError)
+    from tdev.extract.writer import LocalChanges, OutputError, preflight, write_tree
+    from tdev.fsutil import PathEscapeError
+
+    try:  # everything that can refuse without a plan, before the slow work
+        _preflight(args, preflight)
+        plan = _plan(args, UserError)
+    except (OutputError, PathEscapeError) as e:
+        raise UserError(str(e)) from None
+    except LocalChanges as e:
+        return _refused(args, e, EXIT_FINDINGS)
     if args.dry_run:
         _emit(args, plan, None)
         return EXIT_OK
@@ -75,26 +92,66 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(str(e)) from None
         _emit(args, plan, res)
         return EXIT_OK
-    from tdev.extract.writer import OutputError, write_tree
-    from tdev.fsutil import PathEscapeError
-
     try:
-        res = write_tree(plan, args.out or DEFAULT_OUT)
+        res = write_tree(plan, args.out or DEFAULT_OUT, discard_changes=args.discard_changes)
     except (OutputError, PathEscapeError) as e:
         raise UserError(str(e)) from None
+    except LocalChanges as e:
+        return _refused(args, e, EXIT_FINDINGS)
     _emit(args, plan, res)
     return EXIT_OK
 
 
+def _preflight(args, preflight) -> None:
+    """Refuse what needs no plan at once (the scan and plan take seconds): the root, the layout,
+    an output tdev may not replace or one with edited files, a checkout --in-tree cannot use."""
+    from tdev.cli.main import UserError
+    from tdev.extract.layout import LayoutError, load_layout
+    from tdev.scan.scanner import ScanInputError, check_root
+
+    try:
+        check_root(args.root)
+        args.layout_loaded = load_layout(args.layout)
+    except (LayoutError, ScanInputError) as e:
+        raise UserError(str(e)) from None
+    if args.in_tree:
+        from tdev.extract.intree import InTreeError
+        from tdev.extract.intree import preflight as in_tree_preflight
+
+        try:
+            in_tree_preflight(args.root)
+        except InTreeError as e:
+            raise UserError(str(e)) from None
+    elif not args.dry_run:
+        preflight(args.out or DEFAULT_OUT, args.discard_changes)
+
+
+def _refused(args, e, code: int) -> int:
+    """Local work would be lost: list it (stderr; and a JSON document with --json), exit 1."""
+    if args.json:
+        json.dump({"schema": 1, "command": "extract", "mode": "write", "refused": e.work.to_json()},
+                  sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    print(f"tdev: {e}:", file=sys.stderr)
+    for line in e.lines():
+        print(_shown(line), file=sys.stderr)
+    return code
+
+
+def _shown(text: str) -> str:
+    """A path (or line naming one) printable on any terminal: undecodable bytes as escapes."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _plan(args, UserError):
-    from tdev.cli.progress import Progress
+    from tdev.cli.progress import Progress, StagedProgress
     from tdev.extract.layout import LayoutError, load_layout
     from tdev.extract.plan import make_plan
     from tdev.scan.model import ScanResult
     from tdev.scan.scanner import ScanInputError, check_root, scan
 
     try:
-        layout = load_layout(args.layout)
+        layout = getattr(args, "layout_loaded", None) or load_layout(args.layout)
         root = check_root(args.root)
         if args.scan is not None:
             try:
@@ -105,7 +162,12 @@ def _plan(args, UserError):
             bar = Progress("scanning")
             result = scan(root, jobs=args.jobs, progress=bar)
             bar.close()
-        return make_plan(root, result, layout, jobs=args.jobs, exclude=_inside(root, args))
+        planning = StagedProgress("planning")
+        try:
+            return make_plan(root, result, layout, jobs=args.jobs, exclude=_inside(root, args),
+                             progress=planning.stage)
+        finally:
+            planning.close()
     except (LayoutError, ScanInputError) as e:
         raise UserError(str(e)) from None
 
@@ -140,9 +202,12 @@ def _verify(args, EXIT_OK, EXIT_FINDINGS, UserError) -> int:
         json.dump(res.to_json(), sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        for label, paths in (("missing", res.missing), ("changed", res.changed), ("unexpected", res.unexpected)):
-            for p in paths:
-                print(f"{label:<10} {p}")
+        for p in res.missing:
+            print(_shown(f"missing    {p}"))
+        for p in res.changed:
+            print(_shown(f"changed    {p}" + (f" ({res.reasons[p]})" if p in res.reasons else "")))
+        for group, n in res.groups():  # a directory tdev did not write is one line
+            print(_shown(f"unexpected {res.describe(group, n)}"))
         verdict = "OK" if res.ok else "FAILED"
         print(f"{out}: {verdict}: {res.checked} files match the manifest, {len(res.missing)} missing, "
               f"{len(res.changed)} changed, {len(res.unexpected)} unexpected")
@@ -208,5 +273,9 @@ def render(plan, res, *, in_tree: bool = False, out=sys.stdout) -> None:
     else:
         state = "written" if res.changed else "unchanged (already up to date)"
         w(f"{res.out}: {state}, {res.files} files, {res.bytes} bytes, in {res.seconds:.2f} s\n")
+        for p in res.discarded:
+            w(_shown(f"discarded: {p} (replaced by the extraction, --discard-changes)") + "\n")
+        if res.kept:
+            w(_shown(f"kept {len(res.kept)} files tdev did not write: {', '.join(res.kept_shown)}") + "\n")
         for note in res.recovered:
             w(f"recovered: {note}\n")

@@ -75,14 +75,23 @@ def _open_repo(root: Path):
     return repo
 
 
-def extract_in_tree(plan: ExtractionPlan) -> InTreeResult:
-    root = Path(plan.root)
+def preflight(root: str | Path):
+    """The checkout's checks that need no plan (run before the scan, so a refusal is at once):
+    the top of a git checkout with a commit, no uncommitted changes, no earlier extraction."""
+    root = Path(root)
     repo = _open_repo(root)
     if repo.is_dirty(index=True, working_tree=True, untracked_files=False):
         raise InTreeError(f"{root}: tracked files have uncommitted changes; commit or stash them first")
     out = root / IN_TREE_DIR
-    if out.exists():
+    if os.path.lexists(out):
         raise InTreeError(f"{out}: already exists (an earlier extraction?)")
+    return repo
+
+
+def extract_in_tree(plan: ExtractionPlan) -> InTreeResult:
+    root = Path(plan.root)
+    repo = preflight(root)
+    out = root / IN_TREE_DIR
     tracked = set(repo.git.ls_files("-z").split("\0"))
     untracked = [m.source for m in plan.moves if m.source not in tracked]
     if untracked:
@@ -100,7 +109,7 @@ def extract_in_tree(plan: ExtractionPlan) -> InTreeResult:
             atomic_write_bytes(path, b)
             if exe:
                 os.chmod(path, 0o755)
-        atomic_write_bytes(out / MANIFEST_NAME, manifest_bytes(plan, entries))
+        atomic_write_bytes(out / MANIFEST_NAME, manifest_bytes(plan, entries, out))
         repo.git.add("-f", "--", IN_TREE_DIR)
         message = commit_message(plan)
         commit = repo.index.commit(message, skip_hooks=True)

@@ -8,7 +8,9 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 from tdev.scan.cpp import find_cuda_regions
 from tdev.scan.model import ScanResult
@@ -134,12 +136,15 @@ def _read(root: Path, path: str) -> str:
 
 
 def make_plan(root: str | Path, scan: ScanResult, layout: Layout, *, rules: Rules | None = None,
-              jobs: int = 2, exclude: tuple[str, ...] = ()) -> ExtractionPlan:
+              jobs: int = 2, exclude: tuple[str, ...] = (), progress: Progress | None = None) -> ExtractionPlan:
     """Plan the extraction of ``root`` as ``scan`` classified it. LayoutError for a scan or layout
     that cannot be followed (a path outside the tree, no rule for a file, two files at one place).
     Without a C++ preprocessor the split cannot be checked: nothing is split (review items).
-    ``exclude``: directories of the tree to ignore (an earlier output written inside it)."""
+    ``exclude``: directories of the tree to ignore (an earlier output written inside it).
+    ``progress(stage, done, total)``: called as the stages advance (a terminal's progress line)."""
+    advance: Progress = progress or (lambda stage, done, total: None)
     t0 = time.perf_counter()
+    advance("reading the tree", 0, 1)
     timings: dict[str, float] = {}
     root = Path(root).resolve()
     rules = rules or load_rules()
@@ -166,7 +171,8 @@ def make_plan(root: str | Path, scan: ScanResult, layout: Layout, *, rules: Rule
     mixed = sorted(f.path for f in scan.by_kind("mixed"))
     regions_found = {f.path for f in scan.by_kind("mixed") if any(e.rule == "pp-region" for e in f.evidence)}
     splits, review, cuda_lines, left = [], [], {}, []
-    for path in mixed:
+    for k, path in enumerate(mixed, 1):
+        advance("splitting mixed files", k, len(mixed))
         if not path.endswith(cpp) or path not in regions_found:
             continue
         text = _read(root, path)
@@ -188,8 +194,10 @@ def make_plan(root: str | Path, scan: ScanResult, layout: Layout, *, rules: Rule
             checked = {s.path: ppcheck.CheckResult(s.path, False, 0, f"not split: {e}") for s in splits}
         else:
             roots = [str(root / r) for r in layout.supplement.include_roots]
+            advance("preprocessing checks", 0, len(splits))
             checked = ppcheck.check_all(cmd, [(s.path, s.original, s.rewritten) for s in splits],
-                                        rules.cpp.macros, roots, jobs)
+                                        rules.cpp.macros, roots, jobs,
+                                        lambda done, total: advance("preprocessing checks", done, total))
         for s in [s for s in splits if not checked[s.path].ok]:
             review.append(ReviewItem(s.path, "check", checked[s.path].reason))
             splits.remove(s)
@@ -198,6 +206,7 @@ def make_plan(root: str | Path, scan: ScanResult, layout: Layout, *, rules: Rule
 
     t = time.perf_counter()
     rewrites = []
+    advance("python rewrites", 0, 1)
     for path in mixed:
         if path.endswith(tuple(rules.python.suffixes)):
             rw, why = rewrite_python(path, _read(root, path), layout.python_rewrites)
@@ -208,6 +217,7 @@ def make_plan(root: str | Path, scan: ScanResult, layout: Layout, *, rules: Rule
     timings["python"] = time.perf_counter() - t
 
     t = time.perf_counter()
+    advance("include closure", 0, 1)
     moved = {m.source: m.dest for m in moves}
     fragments = [(f.source, f.start, "\n".join(s.original.split("\n")[f.start - 1:f.end]))
                  for s in splits for f in s.fragments]
@@ -225,6 +235,7 @@ def make_plan(root: str | Path, scan: ScanResult, layout: Layout, *, rules: Rule
     timings["supplement"] = time.perf_counter() - t
 
     t = time.perf_counter()
+    advance("patches", 0, 1)
     version = _version(root, scan)
     patches = build_patches(splits, rewrites, layout.mode, version)
     timings["patches"] = time.perf_counter() - t

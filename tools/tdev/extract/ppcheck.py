@@ -29,7 +29,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Collection, Iterable
+from typing import Callable, Collection, Iterable
 
 from .intrafile import mask
 
@@ -159,12 +159,22 @@ def check_file(cmd: list[str], path: str, original: str, rewritten: str, macros:
 
 
 def check_all(cmd: list[str], items: list[tuple[str, str, str]], macros: Collection[str],
-              include_dirs: list[str], jobs: int = 2) -> dict[str, CheckResult]:
-    """``items``: (path, original, rewritten). Runs ``jobs`` files at a time."""
+              include_dirs: list[str], jobs: int = 2,
+              progress: Callable[[int, int], None] | None = None) -> dict[str, CheckResult]:
+    """``items``: (path, original, rewritten). Runs ``jobs`` files at a time; ``progress(done,
+    total)`` after each file."""
     def one(item: tuple[str, str, str]) -> CheckResult:
         return check_file(cmd, item[0], item[1], item[2], macros, include_dirs)
 
+    def collect(results: Iterable[CheckResult]) -> dict[str, CheckResult]:
+        done: dict[str, CheckResult] = {}
+        for r in results:
+            done[r.path] = r
+            if progress is not None:
+                progress(len(done), len(items))
+        return done
+
     if jobs <= 1 or len(items) < 2:
-        return {r.path: r for r in map(one, items)}
+        return collect(map(one, items))
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return {r.path: r for r in pool.map(one, items)}
+        return collect(pool.map(one, items))

@@ -4,20 +4,26 @@ into place, so a run killed at any moment leaves the previous output or the comp
 Protocol, for an output ``P/NAME`` (under an flock on the directory ``P``, no file created):
 
 1. recover from an interrupted run (below);
-2. read and hash everything; if ``P/NAME`` holds exactly this manifest and verifies, stop:
-   nothing changes (a second run is a no-op, to the inode);
-3. write the tree into ``P/.NAME.tdev-new`` (the manifest last);
-4. rename ``P/NAME`` to ``P/.NAME.tdev-old`` (if there is one), ``P/.NAME.tdev-new`` to
-   ``P/NAME``, then delete ``P/.NAME.tdev-old``.
+2. if ``P/NAME`` exists, it must be a tree tdev wrote (a MANIFEST.json that passes every check
+   of ``manifest_schema``; anything else is bad input and nothing is touched), and it is
+   verified: files edited since tdev wrote them, or entries tdev did not write standing where
+   the new tree puts a file, stop the run (``LocalChanges``, nothing written) unless
+   ``discard_changes``; entries tdev did not write are kept (``localwork``);
+3. read and hash everything; if ``P/NAME`` holds exactly this manifest and no listed file is
+   changed or missing, stop: nothing changes (a second run is a no-op, to the inode);
+4. write the tree into ``P/.NAME.tdev-new``, hard-link the kept entries into it, the manifest
+   last;
+5. rename ``P/NAME`` to ``P/.NAME.tdev-old`` (if there is one), ``P/.NAME.tdev-new`` to
+   ``P/NAME``, then delete ``P/.NAME.tdev-old`` (the kept entries live on through their links).
 
 Recovery: ``.tdev-old`` without ``NAME`` means a kill between the two renames: the new tree was
 complete, so it is renamed into place; a leftover ``.tdev-old`` beside ``NAME`` is deleted; a
-leftover ``.tdev-new`` without ``.tdev-old`` is an unfinished build and is deleted. An existing
-``NAME`` that has no MANIFEST.json was not written by tdev and is never replaced.
+leftover ``.tdev-new`` without ``.tdev-old`` is an unfinished build and is deleted (the old tree
+still holds everything). An existing ``NAME`` without a manifest tdev wrote is never replaced.
 
 Fault injection for tests: ``TDEV_EXTRACT_FAULT=kill:N`` or ``kill:NAME`` sends SIGKILL to the
 process at the N-th checkpoint or the one named NAME (``files`` after every 64 files, then
-``built``, ``aside``, ``swapped``, ``cleaned``).
+``carried``, ``built``, ``aside``, ``swapped``, ``cleaned``).
 """
 from __future__ import annotations
 
@@ -33,9 +39,12 @@ from typing import Any
 
 from tdev.fsutil import safe_join
 
-from . import manifest
+from . import localwork, manifest
 from .layout import MANIFEST_NAME, REPORT_NAME
+from .localwork import LocalChanges, LocalWork
 from .plan import ExtractionPlan
+
+__all__ = ["LocalChanges", "OutputError", "WriteResult", "existing", "recover", "siblings", "write_tree"]
 
 FAULT_ENV = "TDEV_EXTRACT_FAULT"
 FILES_PER_CHECKPOINT = 64
@@ -53,10 +62,14 @@ class WriteResult:
     changed: bool
     recovered: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    kept: list[str] = field(default_factory=list)  # entries tdev did not write, kept in place
+    kept_shown: list[str] = field(default_factory=list)  # the same, grouped for a reader
+    discarded: list[str] = field(default_factory=list)  # local changes replaced (--discard-changes)
 
     def to_json(self) -> dict[str, Any]:
         return {"out": self.out, "files": self.files, "bytes": self.bytes, "changed": self.changed,
-                "recovered": self.recovered, "seconds": round(self.seconds, 3)}
+                "recovered": self.recovered, "seconds": round(self.seconds, 3), "kept": self.kept,
+                "discarded": self.discarded}
 
 
 class _Faults:
@@ -153,14 +166,48 @@ def contents(plan: ExtractionPlan) -> tuple[dict[str, tuple[bytes, bool]], list[
     return data, entries
 
 
-def manifest_bytes(plan: ExtractionPlan, entries: list[manifest.Entry]) -> bytes:
+def manifest_bytes(plan: ExtractionPlan, entries: list[manifest.Entry], out: str | Path) -> bytes:
     counts = {k: v for k, v in plan.summary().items() if k not in ("timings", "torch_version", "torch_commit")}
     return manifest.render(entries, {"version": plan.torch_version, "commit": plan.torch_commit},
-                           {"source": Path(plan.layout.source).name, "sha256": plan.layout.digest}, counts)
+                           {"source": Path(plan.layout.source).name, "sha256": plan.layout.digest}, counts,
+                           manifest.torch_source(plan.root, out))
 
 
-def write_tree(plan: ExtractionPlan, out: str | Path) -> WriteResult:
-    """Write the plan's tree at ``out`` atomically (see the module doc)."""
+def existing(out: Path) -> manifest.VerifyResult | None:
+    """The verified state of an existing output, None when there is none (or it is empty).
+    OutputError for a path tdev may not replace: not a directory, no manifest tdev wrote."""
+    if not os.path.lexists(out):
+        return None
+    if out.is_symlink():
+        raise OutputError(f"{out}: is a symbolic link; give the directory it points to as the output")
+    if not out.is_dir():
+        raise OutputError(f"{out}: exists and is not a directory")
+    try:
+        if not any(out.iterdir()):
+            return None
+    except OSError as e:
+        raise OutputError(f"{out}: cannot list the directory ({e.strerror or e})") from None
+    if not os.path.lexists(out / MANIFEST_NAME):
+        raise OutputError(f"{out}: exists and was not written by tdev extract (no {MANIFEST_NAME}); "
+                          "refusing to replace it")
+    try:
+        return manifest.verify(out)
+    except manifest.ManifestError as e:
+        raise OutputError(f"{e}; refusing to replace {out}") from None
+
+
+def preflight(out: str | Path, discard_changes: bool = False) -> None:
+    """The checks of ``write_tree`` that need no plan, for a refusal before the slow work:
+    an output tdev may not replace (OutputError), edited files (LocalChanges)."""
+    state = existing(Path(os.path.abspath(out)))
+    if state is not None and state.changed and not discard_changes:
+        raise LocalChanges(localwork.assess(state, set()))
+
+
+def write_tree(plan: ExtractionPlan, out: str | Path, *, discard_changes: bool = False) -> WriteResult:
+    """Write the plan's tree at ``out`` atomically, keeping local work (see the module doc).
+    LocalChanges when edited files (or files in the way) would be lost without
+    ``discard_changes``."""
     t0 = time.perf_counter()
     out = Path(os.path.abspath(out))
     if out.parent == out:
@@ -169,20 +216,26 @@ def write_tree(plan: ExtractionPlan, out: str | Path) -> WriteResult:
     faults = _Faults()
     with _Lock(out.parent):
         recovered = recover(out)
-        if out.exists() and not out.is_dir():
-            raise OutputError(f"{out}: exists and is not a directory")
-        if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST_NAME).is_file():
-            raise OutputError(f"{out}: exists and was not written by tdev extract (no {MANIFEST_NAME}); "
-                              "refusing to replace it")
+        state = existing(out)
         data, entries = contents(plan)
-        mbytes = manifest_bytes(plan, entries)
+        mbytes = manifest_bytes(plan, entries, out)
         total = sum(len(b) for b, _ in data.values()) + len(mbytes)
-        if _unchanged(out, mbytes):
-            return WriteResult(str(out), len(data) + 1, total, False, recovered, time.perf_counter() - t0)
+        work = localwork.assess(state, set(data) | {MANIFEST_NAME}) if state is not None else None
+        done = dict(files=len(data) + 1, bytes=total, recovered=recovered)
+        if work is not None and work.blocking and not discard_changes:
+            raise LocalChanges(work)
+        if state is not None and state.raw == mbytes and not state.missing and not state.changed:
+            return _result(out, False, work, t0, **done)
         new, old = siblings(out)
-        _build(new, data, mbytes, faults)
+        try:
+            _build(new, data, mbytes, faults, work, out)
+        except BaseException as e:
+            shutil.rmtree(new, ignore_errors=True)
+            if isinstance(e, OSError):
+                raise OutputError(f"{new}: cannot build the new tree ({e}); {out} is unchanged") from None
+            raise
         faults.checkpoint("built")
-        if out.exists():
+        if state is not None or out.exists():
             os.rename(out, old)
             faults.checkpoint("aside")
             os.rename(new, out)
@@ -192,19 +245,18 @@ def write_tree(plan: ExtractionPlan, out: str | Path) -> WriteResult:
             os.rename(new, out)
             faults.checkpoint("swapped")
         faults.checkpoint("cleaned")
-    return WriteResult(str(out), len(data) + 1, total, True, recovered, time.perf_counter() - t0)
+    return _result(out, True, work, t0, **done)
 
 
-def _unchanged(out: Path, mbytes: bytes) -> bool:
-    try:
-        if (out / MANIFEST_NAME).read_bytes() != mbytes:
-            return False
-    except OSError:
-        return False
-    return manifest.verify(out).ok
+def _result(out: Path, changed: bool, work: LocalWork | None, t0: float, *, files: int, bytes: int,
+            recovered: list[str]) -> WriteResult:
+    kept = list(work.keep_files) if work else []
+    return WriteResult(str(out), files, bytes, changed, recovered, time.perf_counter() - t0, kept,
+                       list(work.kept_shown) if work else [], list(work.blocking) if work and changed else [])
 
 
-def _build(new: Path, data: dict[str, tuple[bytes, bool]], mbytes: bytes, faults: _Faults) -> None:
+def _build(new: Path, data: dict[str, tuple[bytes, bool]], mbytes: bytes, faults: _Faults,
+           work: LocalWork | None, out: Path) -> None:
     new.mkdir()
     made: set[str] = set()
     for k, (dest, (b, exe)) in enumerate(sorted(data.items()), 1):
@@ -219,5 +271,8 @@ def _build(new: Path, data: dict[str, tuple[bytes, bool]], mbytes: bytes, faults
             os.chmod(path, 0o755)
         if k % FILES_PER_CHECKPOINT == 0:
             faults.checkpoint("files")
+    if work is not None:
+        localwork.carry(work, out, new)
+    faults.checkpoint("carried")
     with open(new / MANIFEST_NAME, "wb") as fh:  # last: a tree with a manifest is complete
         fh.write(mbytes)
