@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from pathlib import Path
 
 import pytest
 
 from wrapped_cmake.errors import InputError
-from wrapped_cmake.plan import ccache_hits, make_plan, parse_ninja_log, record_unit_times
+from wrapped_cmake.builddir import claim
+from wrapped_cmake.plan import DEFAULT_SECONDS, ccache_hits, make_plan, parse_ninja_log, record_unit_times
 from wrapped_cmake.settings import load_settings
-from wrapped_cmake.standalone import resolve_inputs, sources_cmake
+from wrapped_cmake.standalone import resolve_inputs, sources_cmake, standalone_settings
 from wrapped_cmake.standalone_stage import stage_sources
 from wrapped_cmake.standalone_testing import extract_for_tests
 from wrapped_cmake.testing import clean_env
@@ -37,17 +39,18 @@ def _tree(root: Path) -> Path:
 
 
 def _extract(tree: Path, out: Path, version: str | None = "2.6.0", **extra) -> Path:
+    """An extraction in the schema `tdev extract` writes, the tree recorded relative to it."""
     entries = []
     for src in sorted(p for p in (tree / "c10" / "cuda").rglob("*") if p.is_file()):
         rel = src.relative_to(tree).as_posix()
         dest = out / "torch_cuda" / "csrc" / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(src.read_bytes())
-        entries.append({"source": rel, "dest": f"torch_cuda/csrc/{rel}",
-                        "sha256": hashlib.sha256(src.read_bytes()).hexdigest()})
-    doc = {"torch_source": str(tree), "files": entries, **extra}
-    if version:
-        doc["torch_version"] = version
+        entries.append({"role": "moved", "source": rel, "path": f"torch_cuda/csrc/{rel}",
+                        "sha256": hashlib.sha256(src.read_bytes()).hexdigest(),
+                        "size": src.stat().st_size})
+    doc = {"schema": 1, "tool": "tdev extract", "torch": {"version": version, "commit": None},
+           "torch_source": os.path.relpath(tree, out), "files": entries, **extra}
     (out / "MANIFEST.json").write_text(json.dumps(doc))
     return out
 
@@ -92,9 +95,11 @@ def test_manifest_schema_of_tdev_extract(tmp_path):
 
 
 @pytest.mark.parametrize("files, problem", [
-    ([{"source": "c10/cuda/a.cpp", "destination": "../../etc/passwd"}], "escapes"),
-    ([{"source": "/abs/a.cpp", "destination": "a.cpp"}], "not relative"),
-    ([{"source": "c10/cuda/a.cpp"}], "needs a source and a destination"),
+    ([{"role": "moved", "source": "c10/cuda/a.cpp", "path": "../../etc/passwd"}], "escapes"),
+    ([{"role": "moved", "source": "/abs/a.cpp", "path": "a.cpp"}], "not relative"),
+    ([{"role": "moved", "path": "a.cpp"}], "role moved needs a 'source' path"),
+    ([{"role": "moved", "source": "c10/cuda/a.cpp"}], "'path' must be a non-empty string"),
+    ([{"role": "copied", "source": "c10/cuda/a.cpp", "path": "a.cpp"}], "'role' must be one of"),
     ("nope", "must be a list"),
 ])
 def test_manifest_refuses_bad_entries(tmp_path, files, problem):
@@ -131,7 +136,8 @@ def test_sources_come_from_the_manifest_and_skip_tests(small, tmp_path):
 def test_torch_source_precedence_and_version_check(small, tmp_path):
     tree, ext = small
     env = clean_env()
-    assert resolve_inputs(load_settings(ext, env=env), env=env).torch_source_from == "MANIFEST.json"
+    got = resolve_inputs(load_settings(ext, env=env), env=env)
+    assert got.torch_source == tree and got.torch_source_from == f"{ext / 'MANIFEST.json'}: torch_source"
     other = _tree(tmp_path / "other")
     env2 = clean_env(TDEV_TORCH_SOURCE_DIR=str(other))
     got = resolve_inputs(load_settings(ext, env=env2), env=env2)
@@ -139,7 +145,7 @@ def test_torch_source_precedence_and_version_check(small, tmp_path):
     s = load_settings(ext, env=env2, defines=[f"TORCH_SOURCE_DIR={tree}"])
     assert resolve_inputs(s, env=env2).torch_source == tree  # -D beats the environment
     (other / "version.txt").write_text("2.7.0\n")
-    with pytest.raises(InputError, match="is PyTorch 2.7.0 but the extraction was made from 2.6.0"):
+    with pytest.raises(InputError, match=r"is PyTorch 2.7.0 \(its version.txt\) but the extraction was made from 2.6.0"):
         resolve_inputs(load_settings(ext, env=env2), env=env2)
 
 
@@ -212,8 +218,10 @@ def test_ninja_log_and_ccache_hits(tmp_path):
 def test_plan_counts_units_and_estimates_from_compiles_not_cache_hits(small, tmp_path):
     tree, ext = small
     env = clean_env()
-    inputs = resolve_inputs(load_settings(ext, env=env), env=env)
+    inputs = resolve_inputs(standalone_settings(load_settings(ext, env=env)), env=env,
+                            need_tree=False)
     build = inputs.build_dir
+    assert build == ext.parent / "build" / "torch_cuda"
     (build / "stage2").mkdir(parents=True)
     unit = "CMakeFiles/c10_cuda.dir/torch/c10/cuda/CUDAMiscFunctions.cpp.o"
     (build / "stage2" / ".ninja_log").write_text(f"# ninja log v6\n0\t50\t1\t{unit}\t1\n")
@@ -223,7 +231,8 @@ def test_plan_counts_units_and_estimates_from_compiles_not_cache_hits(small, tmp
     assert stats.read_text() == ""
     report = make_plan(inputs, jobs=2)
     assert report.total_units == 1 and report.not_built == 1  # the test .cu is never built
-    assert report.serial_s is None and "build first" in report.notes[0]
+    assert report.estimated_from == {"cu": "default", "cpp": "default"}  # before any compile
+    assert report.serial_s == DEFAULT_SECONDS["cpp"] and "defaults" in report.notes[0]
     with open(build / "stage2" / ".ninja_log", "a") as f:
         f.write(f"100\t4100\t2\t{unit}\t1\n")
     times = record_unit_times(build, stats)
@@ -231,7 +240,8 @@ def test_plan_counts_units_and_estimates_from_compiles_not_cache_hits(small, tmp
     report = make_plan(inputs, jobs=2)
     c10 = next(s for s in report.sets if s.name == "c10_cuda")
     assert (c10.units, c10.measured, c10.estimate_s) == (1, 1, 4.0)
-    assert report.serial_s == 4.0 and report.wall_s == 2.0 and report.borrowed == ["cu"]
+    assert report.serial_s == 4.0 and report.wall_s == 2.0
+    assert report.estimated_from == {"cu": "default", "cpp": "measured"}
 
 
 # --- the command line ------------------------------------------------------------------------
@@ -241,16 +251,23 @@ def test_cli_refuses_a_plan_only_target_set(small):
     out = _cli("build", "--backend", "cuda", "--source", str(ext), "--targets", "c10_cuda,aten_cuda")
     assert out.returncode == 2
     assert "target set 'aten_cuda' cannot be built by the standalone build yet" in out.stderr
-    assert not (ext / "build").exists()
+    assert not (ext / "build").exists() and not (ext.parent / "build").exists()
 
 
 def test_cli_clean_only_removes_a_standalone_build_directory(small, tmp_path):
     tree, ext = small
-    build = ext / "build" / "cuda"
+    build = ext.parent / "build" / "torch_cuda"  # the default: next to the extraction
     (build / "stage2").mkdir(parents=True)
     out = _cli("clean", "--backend", "cuda", "--source", str(ext), "--all")
     assert out.returncode == 2 and "refusing to clean it" in out.stderr and build.exists()
     m = load_manifest(ext / "MANIFEST.json")
+    stage_sources(m, tree, OVERLAY, build / "src", [], "2.6.0a0")
+    out = _cli("clean", "--backend", "cuda", "--source", str(ext), "--all")
+    assert out.returncode == 2 and build.exists()  # staged, but not a directory it created
+    (build / "stage2").rmdir()
+    import shutil
+    shutil.rmtree(build / "src")
+    assert claim(build)  # what a build does first
     stage_sources(m, tree, OVERLAY, build / "src", [], "2.6.0a0")
     out = _cli("clean", "--backend", "cuda", "--source", str(ext), "--all")
     assert out.returncode == 0 and not build.exists(), out.stderr

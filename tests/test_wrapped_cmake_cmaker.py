@@ -159,7 +159,7 @@ def test_install_and_clean(hello, tmp_path):
     assert not (hello / "compile_commands.json").is_symlink()
     (hello / "build" / "sim").mkdir(parents=True)
     (hello / "build" / "sim" / "precious.txt").write_text("x")
-    with pytest.raises(InputError, match="not a CMake build directory"):
+    with pytest.raises(InputError, match="not a build directory wrapped-cmake created"):
         make(hello).clean(everything=True)
 
 

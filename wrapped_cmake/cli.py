@@ -35,9 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Build PyTorch device backends with CMake: one configuration model "
         "(layered settings, backend profiles), Ninja, stale-build detection, presets and "
         "actionable errors.", epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"wrapped-cmake {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    env = sub.add_parser("env", help="report cmake, ninja, compilers, CUDA/MACA/CANN, torch, "
-                         "Python and pybind11")
+    env_text = "report cmake, ninja, compilers, CUDA/MACA/CANN, torch, Python and pybind11"
+    env = sub.add_parser("env", help=env_text, description=env_text + " (what a build would "
+                         "use; a warning when nvcc rejects the host compiler)")
     env.add_argument("--json", action="store_true", help="print JSON")
     env.set_defaults(func=cmd_env)
     helps = {"configure": "configure the build directory (only when stale, unless --fresh)",
@@ -59,9 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "build":
             t = p.add_argument_group("standalone torch_cuda build (--source is a `tdev extract` "
                                      "output; docs/standalone-build.md)")
-            t.add_argument("--targets", action="append", dest="target_sets", default=[],
-                           metavar="SET[,SET]", help="target sets of targets.yaml to build "
-                           "(default: c10_cuda,_CUDAC)")
+            # --targets: a hidden alias of --target (older docs used it); --target is the option
+            t.add_argument("--targets", action="append", dest="targets", help=argparse.SUPPRESS)
             t.add_argument("--plan", action="store_true", help="print the translation units of "
                            "a full torch_cuda build and a time estimate, then stop")
         p.set_defaults(func=cmd_project)
@@ -81,7 +82,9 @@ def _project_options(p: argparse.ArgumentParser) -> None:
     s.add_argument("--launcher", help="compiler launcher: ccache, sccache or none")
     s.add_argument("--cuda-arch-list", help="e.g. 'Ampere;Hopper' or '8.0;9.0a+PTX'")
     s.add_argument("--target", action="append", dest="targets", metavar="TARGET",
-                   help="build only this target (repeatable)")
+                   help="build only this target (repeatable, or comma-separated); for the "
+                   "standalone torch_cuda build a target set of targets.yaml (default: "
+                   "c10_cuda,_CUDAC)")
     s.add_argument("--install-prefix", help="CMAKE_INSTALL_PREFIX")
     s.add_argument("--torch", help="none, cpu (default) or device: see docs")
     s.add_argument("-D", action="append", dest="defines", default=[], metavar="KEY=VALUE",
@@ -141,16 +144,16 @@ def cmd_project(args: argparse.Namespace) -> int:
                  "torch": args.torch, "verbose": args.verbose}
     if not args.source.is_dir():
         raise InputError("--source", f"not a directory: {args.source}")
-    target_sets = [t for x in getattr(args, "target_sets", []) for t in x.replace(";", ",")
-                   .split(",") if t.strip()]
-    if target_sets:
-        overrides["targets"] = (args.targets or []) + [t.strip() for t in target_sets]
+    if args.targets:
+        overrides["targets"] = [t.strip() for x in args.targets for t in x.replace(";", ",")
+                                .split(",") if t.strip()]
     settings = load_settings(args.source, overrides=overrides, defines=args.defines,
                              config=args.config)
     echo = None if (args.json or args.quiet) else (lambda line: print(line, flush=True))
     if _standalone(args, settings):
         from .cli_standalone import cmd_standalone
-        return cmd_standalone(args, settings, echo)
+        from .standalone import standalone_settings
+        return cmd_standalone(args, standalone_settings(settings), echo)
     cmaker = CMaker(settings, echo=echo)
     if args.explain:
         return explain(cmaker, args.json)
@@ -180,6 +183,11 @@ def cmd_project(args: argparse.Namespace) -> int:
 def _standalone(args: argparse.Namespace, settings) -> bool:
     """An extraction (MANIFEST.json, no CMakeLists.txt) built with the cuda backend."""
     if getattr(args, "plan", False):
+        from .profile import load_profile
+        where = settings.sources.get("backend", "backend")
+        if load_profile(settings.backend, where=where).name != "cuda":
+            raise InputError("--plan", "only the standalone torch_cuda build has a plan: "
+                             "--backend cuda --source <a `tdev extract` output>")
         return True
     if settings.backend != "cuda" or (args.source / "CMakeLists.txt").is_file():
         return False
@@ -213,6 +221,14 @@ def explain(cmaker, as_json: bool) -> int:
     for f in cmaker.toolchain.failures:
         print(f.render(), file=sys.stderr)
     return EXIT_OK
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("tdev")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def _quote(arg: str) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Callable
@@ -23,7 +22,7 @@ def cmd_standalone(args: argparse.Namespace, settings: Settings,
         return _clean(args, settings)
     if args.command not in ("build", "install"):
         raise InputError(f"wrapped-cmake {args.command}", "the standalone torch_cuda build of "
-                         f"{settings.source_dir} supports `build` (with --plan, --targets), "
+                         f"{settings.source_dir} supports `build` (with --plan, --target), "
                          "`install --prefix DIR` and `clean`")
     install_to = None
     if args.command == "install":
@@ -39,7 +38,7 @@ def cmd_standalone(args: argparse.Namespace, settings: Settings,
         return EXIT_OK
     if getattr(args, "plan", False):
         from .plan import make_plan, render
-        report = make_plan(standalone.resolve_inputs(settings), settings.jobs)
+        report = make_plan(standalone.resolve_inputs(settings, need_tree=False), settings.jobs)
         print(json.dumps(report.to_dict(), indent=2) if args.json else render(report))
         return EXIT_OK
     result = standalone.build(settings, echo=echo, install_to=install_to)
@@ -61,6 +60,7 @@ def cmd_standalone(args: argparse.Namespace, settings: Settings,
 
 
 def _clean(args: argparse.Namespace, settings: Settings) -> int:
+    from .builddir import owned, remove
     from .cmaker import META_DIR
     from .standalone_stage import STATE_FILE
 
@@ -68,11 +68,11 @@ def _clean(args: argparse.Namespace, settings: Settings) -> int:
     if not build_dir.exists():
         print(f"wrapped-cmake: nothing to clean [{build_dir}]")
         return EXIT_OK
-    if not (build_dir / "src" / STATE_FILE).is_file():
-        raise InputError(str(build_dir), "not a standalone torch_cuda build directory; refusing "
-                         "to clean it")
+    if not owned(build_dir) or not (build_dir / "src" / STATE_FILE).is_file():
+        raise InputError(str(build_dir), "not a standalone torch_cuda build directory "
+                         "wrapped-cmake created; refusing to clean it")
     if args.all:
-        shutil.rmtree(build_dir)
+        remove(build_dir, settings.source_dir)
         print(f"wrapped-cmake: removed {build_dir}")
         return EXIT_OK
     for stage in (build_dir / "stage1" / "build", build_dir / "stage2"):

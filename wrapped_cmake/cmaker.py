@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
+from .builddir import claim, remove as remove_build_dir
 from .errors import BuildFailed, Failure, FailureKind, InputError
 from .logparse import classify, cmake_error_block, compile_error_lines, host_compiler_in_log
 from .presets import (link_compile_commands, preset_name, unlink_compile_commands,
@@ -193,6 +193,7 @@ class CMaker:
             result.failure = check.failure
             result.steps.append(Step("configure", False, f"pre-flight check failed ({reason})"))
             return result
+        claim(self.build_dir)  # marks a directory it creates: only those clean --all removes
         self.meta.mkdir(parents=True, exist_ok=True)
         (self.meta / "stamp.json").unlink(missing_ok=True)  # valid only after a success
         cmd = self.configure_command(fresh=fresh)
@@ -246,14 +247,14 @@ class CMaker:
         if not self.build_dir.exists():
             result.steps.append(Step("clean", False, "no build directory"))
             return result
+        if everything:
+            remove_build_dir(self.build_dir, self.settings.source_dir)
+            unlink_compile_commands(self.settings.source_dir, self.build_dir)
+            result.steps.append(Step("clean", True, "removed the build directory"))
+            return result
         if not ((self.build_dir / "CMakeCache.txt").exists() or self.meta.exists()):
             raise InputError(str(self.build_dir), "not a CMake build directory; refusing to "
                              "clean it")
-        if everything:
-            unlink_compile_commands(self.settings.source_dir, self.build_dir)
-            shutil.rmtree(self.build_dir)
-            result.steps.append(Step("clean", True, "removed the build directory"))
-            return result
         cmd = self.build_command(["clean"]) if (self.build_dir / "build.ninja").exists() else []
         if not cmd:
             result.steps.append(Step("clean", False, "nothing built yet"))

@@ -9,8 +9,9 @@ standalone build the per-unit compile times of Ninja's ``.ninja_log`` are kept i
 and hits are left out; each unit keeps its SLOWEST recorded compile (sccache keeps no such log:
 its hits are only outweighed by a slower real compile). The estimate is, per kind of unit (``.cu`` compiled
 by nvcc, host ``.cpp`` by the C++ compiler), the median measured time times the number of units
-of that kind, divided by the jobs; a kind with no measured unit borrows the other kind's median
-and the report says so.
+of that kind, divided by the jobs. Before any build (or for a kind this build directory has
+not compiled yet) the estimate uses :data:`DEFAULT_SECONDS`, measured once here, and the
+report says which kinds are defaults.
 """
 from __future__ import annotations
 
@@ -23,6 +24,13 @@ from pathlib import Path
 from .presets import write_atomic
 
 TIMES_FILE = Path(".wrapped-cmake") / "unit-times.json"
+# Seconds of CPU time (user + sys) per unit before this build directory has measured any.
+# Measured on the development machine (2 cores, g++ 12.2, nvcc 13.0, -O3 -DNDEBUG -std=c++17
+# -fPIC, no ccache), compiling units of the real 2.6.0 extraction once:
+#   .cpp: c10/cuda/CUDACachingAllocator.cpp 11.3 s, c10/cuda/CUDAStream.cpp 1.8 s -> mean 6.6 s
+#   .cu:  c10/cuda/test/impl/CUDAAssertionsTest_1_var_test.cu (nvcc, sm_90) 3.2 s
+# ATen's .cu kernels are heavier than that one (see the note make_plan adds): a lower bound.
+DEFAULT_SECONDS = {"cpp": 6.6, "cu": 3.2}
 LOGS = (("stage1", Path("stage1") / "build" / ".ninja_log"),
         ("stage2", Path("stage2") / ".ninja_log"))
 
@@ -123,9 +131,9 @@ class PlanReport:
     not_built: int
     sets: list[SetPlan] = field(default_factory=list)
     unassigned: list[str] = field(default_factory=list)
-    medians: dict[str, float | None] = field(default_factory=dict)  # kind -> median seconds
+    medians: dict[str, float] = field(default_factory=dict)  # kind -> seconds per unit
     measured: dict[str, int] = field(default_factory=dict)  # kind -> units measured
-    borrowed: list[str] = field(default_factory=list)  # kinds estimated from the other kind
+    estimated_from: dict[str, str] = field(default_factory=dict)  # kind -> measured | default
     serial_s: float | None = None
     jobs: int = 1
     wall_s: float | None = None
@@ -144,16 +152,14 @@ def make_plan(inputs, jobs: int | None) -> PlanReport:
     report = PlanReport(str(inputs.manifest.path), len(units), len(all_tus) - len(units),
                         jobs=jobs or os.cpu_count() or 1)
     times = _load_times(inputs.build_dir)
-    extracted = {u: t["slowest"] for u, t in times.items()
-                 if t.get("stage") == "stage2" and u in inputs.manifest.entries}
+    extracted = {u: float(t["slowest"]) for u, t in times.items()
+                 if isinstance(t, dict) and t.get("stage") == "stage2"
+                 and u in inputs.manifest.entries and _seconds(t.get("slowest"))}
     for kind in ("cu", "cpp"):
         vals = [s for u, s in extracted.items() if _kind(u) == kind]
         report.measured[kind] = len(vals)
-        report.medians[kind] = statistics.median(vals) if vals else None
-    for kind, other in (("cu", "cpp"), ("cpp", "cu")):
-        if report.medians[kind] is None and report.medians[other] is not None:
-            report.medians[kind] = report.medians[other]
-            report.borrowed.append(kind)
+        report.medians[kind] = statistics.median(vals) if vals else DEFAULT_SECONDS[kind]
+        report.estimated_from[kind] = "measured" if vals else "default"
     assigned = ts.assign(units)
     report.unassigned = [u for u, n in assigned.items() if n is None]
     for name, t in ts.sets.items():
@@ -161,23 +167,19 @@ def make_plan(inputs, jobs: int | None) -> PlanReport:
         cu = sum(_kind(u) == "cu" for u in mine)
         sp = SetPlan(name, len(mine), cu, len(mine) - cu, t.buildable, t.why,
                      name in inputs.selected, sum(u in extracted for u in mine))
-        if report.medians["cu"] is not None:
-            sp.estimate_s = cu * report.medians["cu"] + sp.cpp * report.medians["cpp"]
+        sp.estimate_s = cu * report.medians["cu"] + sp.cpp * report.medians["cpp"]
         report.sets.append(sp)
-    if report.medians["cu"] is not None:
-        report.serial_s = sum(s.estimate_s for s in report.sets) + sum(
-            report.medians[_kind(u)] for u in report.unassigned)
-        report.wall_s = report.serial_s / report.jobs
-    else:
-        report.notes.append("no unit compiled yet in this build directory: build first "
-                            "(`wrapped-cmake build ...`), then ask for --plan again")
-    if report.borrowed:
-        report.notes.append(f"no {'/'.join('.' + k for k in report.borrowed)} unit of the "
-                            "extraction measured: its median is borrowed from the other kind")
-    if report.measured.get("cu", 0) + report.measured.get("cpp", 0) and report.medians["cu"]:
-        report.notes.append("ATen's .cu kernels (templates over dtypes, cub/thrust) compile "
-                            "several times slower than the c10_cuda units measured here: "
-                            "read the estimate as a lower bound")
+    report.serial_s = sum(s.estimate_s for s in report.sets) + sum(
+        report.medians[_kind(u)] for u in report.unassigned)
+    report.wall_s = report.serial_s / report.jobs
+    defaults = [k for k, v in report.estimated_from.items() if v == "default"]
+    if defaults:
+        report.notes.append(f"no {'/'.join('.' + k for k in defaults)} unit compiled in "
+                            f"{inputs.build_dir} yet: estimated from defaults measured once on "
+                            "the development machine; a build refines it from its Ninja log")
+    report.notes.append("ATen's .cu kernels (templates over dtypes, cub/thrust) compile several "
+                        "times slower than the c10 units measured: read the estimate as a "
+                        "lower bound")
     return report
 
 
@@ -189,16 +191,16 @@ def render(report: PlanReport) -> str:
                  f"{'est. serial':>13}  status")
     for s in report.sets:
         status = ("selected" if s.selected else "buildable") if s.buildable else f"plan only: {s.why}"
-        est = _fmt(s.estimate_s) if report.serial_s is not None else "-"
+        est = _fmt(s.estimate_s)
         lines.append(f"  {s.name:<24}{s.units:>6}{s.cu:>6}{s.cpp:>6}{s.measured:>10}{est:>13}"
                      f"  {status}")
     if report.unassigned:
         lines.append(f"  {'(in no set)':<24}{len(report.unassigned):>6}")
     for kind in ("cu", "cpp"):
         m = report.medians.get(kind)
-        lines.append(f"  median .{kind} compile: " + (
-            f"{m:.2f} s ({report.measured[kind]} unit(s) measured"
-            f"{', borrowed' if kind in report.borrowed else ''})" if m is not None else "-"))
+        lines.append(f"  .{kind} compile: {m:.2f} s per unit (" + (
+            f"median of {report.measured[kind]} measured)" if report.estimated_from[kind] ==
+            "measured" else "default, nothing measured yet)"))
     if report.serial_s is not None:
         lines.append(f"  estimate: {_fmt(report.serial_s)} of compiling, about "
                      f"{_fmt(report.wall_s or 0)} with {report.jobs} job(s)")
@@ -208,9 +210,14 @@ def render(report: PlanReport) -> str:
 
 def _load_times(build_dir: Path) -> dict[str, dict]:
     try:
-        return json.loads((build_dir / TIMES_FILE).read_text())["units"]
-    except (OSError, ValueError, KeyError, TypeError):
+        units = json.loads((build_dir / TIMES_FILE).read_text())["units"]
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return {}
+    return units if isinstance(units, dict) else {}
+
+
+def _seconds(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e6
 
 
 def _kind(unit: str) -> str:

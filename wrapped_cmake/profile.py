@@ -23,6 +23,9 @@ from .errors import InputError
 BUILTIN_DIR = Path(__file__).resolve().parent / "profiles"
 PROFILE_PATH_ENV = "WRAPPED_CMAKE_PROFILES"
 LANGUAGES = ("C", "CXX", "CUDA", "HIP", "OBJC", "OBJCXX", "Fortran", "ASM")
+MAX_PROFILE_BYTES = 1 << 20
+MAX_DEPTH = 32
+MAX_ALIASES = 64
 
 
 @dataclass(frozen=True)
@@ -116,15 +119,43 @@ def load_profile(name_or_path: str, env: Mapping[str, str] | None = None,
 
 
 def parse_profile(path: Path) -> Profile:
+    from .torch_manifest import read_regular
     try:
-        data = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except OSError as e:
-        raise InputError(str(path), f"cannot read: {e.strerror}") from None
+        text = read_regular(path, MAX_PROFILE_BYTES).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(str(path), f"profile is not UTF-8 (byte {e.start})") from None
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        _check_shape(text, loader, path)
+        data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         loc = f"{path}:{mark.line + 1}" if mark else str(path)
         raise InputError(loc, f"not valid YAML: {getattr(e, 'problem', None) or e}") from None
     return _Validator(path).profile(data)
+
+
+def _check_shape(text: str, loader, path: Path) -> None:
+    """Walk the parser's events before anything is built: nesting deeper than MAX_DEPTH or
+    more than MAX_ALIASES aliases (a billion-laughs document) is refused, without recursion."""
+    depth = aliases = 0
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise InputError(_at(path, event), f"nested deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+        elif isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            if aliases > MAX_ALIASES:
+                raise InputError(_at(path, event), f"more than {MAX_ALIASES} aliases (a "
+                                 "profile needs none; this looks like an alias bomb)")
+
+
+def _at(path: Path, event) -> str:
+    mark = getattr(event, "start_mark", None)
+    return f"{path}:{mark.line + 1}" if mark else str(path)
 
 
 class _Validator:

@@ -35,6 +35,7 @@ from .errors import InputError
 BUILD_TYPES = ("Debug", "Release", "RelWithDebInfo", "MinSizeRel")
 TORCH_MODES = ("none", "cpu", "device")
 LAUNCHERS = ("none", "ccache", "sccache")
+MAX_PYPROJECT_BYTES = 4 << 20
 
 
 def _str(v: Any) -> str:
@@ -236,13 +237,11 @@ def merge(source: Path, layers: list[Layer]) -> Settings:
 def pyproject_layer(path: Path) -> Layer:
     label = f"{path} [tool.wrapped-cmake]"
     layer = Layer(label, base=path.parent)
-    if not path.is_file():
+    if not os.path.lexists(path):
         return layer
-    try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise InputError(str(path), f"not valid TOML: {e}") from None
-    table = data.get("tool", {}).get("wrapped-cmake", {})
+    data = _read_toml(path)
+    tool = data.get("tool", {})
+    table = tool.get("wrapped-cmake", {}) if isinstance(tool, dict) else {}
     if not isinstance(table, dict):
         raise InputError(label, "expected a table")
     for key, value in table.items():
@@ -255,6 +254,23 @@ def pyproject_layer(path: Path) -> Layer:
         _check_key(key, label)
         layer.values[key] = (value, f"{label}: {key}")
     return layer
+
+
+def _read_toml(path: Path) -> dict:
+    """A pyproject.toml as hostile input: a regular file of at most 4 MiB, strict UTF-8, and
+    a nesting deep enough to exhaust the parser refused; each problem one InputError."""
+    from .torch_manifest import read_regular
+    raw = read_regular(path, MAX_PYPROJECT_BYTES)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(str(path), f"not UTF-8 (byte {e.start})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(str(path), f"not valid TOML: {e}") from None
+    except RecursionError:
+        raise InputError(str(path), "not valid TOML: nested too deeply") from None
 
 
 def env_layer(env: Mapping[str, str]) -> Layer:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
+from .builddir import claim
 from .cmaker import CMaker, RunResult
 from .errors import Failure, FailureKind, InputError
 from .settings import Settings
@@ -49,7 +50,7 @@ def is_standalone_source(source_dir: Path) -> bool:
 class Inputs:
     source: Path
     manifest: Manifest
-    torch_source: Path
+    torch_source: Path | None  # None: not resolved (--plan)
     torch_source_from: str
     torch_version: str
     overlay: Path
@@ -61,7 +62,7 @@ class Inputs:
 
     def to_dict(self) -> dict:
         return {"source": str(self.source), "manifest": str(self.manifest.path),
-                "torch_source": str(self.torch_source),
+                "torch_source": str(self.torch_source) if self.torch_source else None,
                 "torch_source_from": self.torch_source_from,
                 "torch_version": self.torch_version, "overlay": str(self.overlay),
                 "patch_series": [str(p) for p in self.series_dirs],
@@ -90,7 +91,26 @@ class StandaloneResult:
                 "failure": self.failure.to_dict() if self.failure else None}
 
 
-def resolve_inputs(settings: Settings, env: Mapping[str, str] | None = None) -> Inputs:
+def default_build_dir(source: Path) -> Path:
+    """``<extraction's parent>/build/<extraction's name>``: next to the extraction, never in it
+    (so ``tdev extract --verify`` and a re-extraction never meet a build), the same whatever
+    the current directory, and under a ``build/`` that usual ignore rules already cover."""
+    src = Path(os.path.abspath(source))
+    return src.parent / "build" / src.name
+
+
+def standalone_settings(settings: Settings) -> Settings:
+    """``settings`` for a standalone build: the default build directory moved out of the
+    extraction (an explicit ``--build-dir``/``build-dir`` setting is kept as given)."""
+    if settings.sources.get("build-dir") != "default":
+        return settings
+    return dataclasses.replace(settings, build_dir=default_build_dir(settings.source_dir))
+
+
+def resolve_inputs(settings: Settings, env: Mapping[str, str] | None = None,
+                   need_tree: bool = True) -> Inputs:
+    """Everything a standalone build reads. ``need_tree=False`` (``--plan``, which only
+    counts) skips the PyTorch tree: the manifest, overlay and target sets are enough."""
     env = os.environ if env is None else env
     source = settings.source_dir
     mpath = find_manifest(source)
@@ -98,34 +118,61 @@ def resolve_inputs(settings: Settings, env: Mapping[str, str] | None = None) -> 
         raise InputError(str(source), "no MANIFEST.json: not an extraction (run `tdev extract`)")
     manifest = load_manifest(mpath)
     if not manifest.under("c10/cuda"):
-        raise InputError(str(mpath), "lists no c10/cuda file: nothing for stage 2 to build")
+        raise InputError(str(manifest.path), "lists no c10/cuda file: nothing for stage 2 to "
+                         "build")
+    warnings: list[str] = []
+    tree, tree_from, version = None, "", manifest.torch_version or ""
+    if need_tree:
+        tree, tree_from = _torch_source(settings, env, manifest)
+        version = _tree_version(tree, tree_from, manifest, warnings)
+    overlay = _overlay(settings.defines, settings.define_sources)
+    target_sets = load_target_sets(overlay / "targets.yaml")
+    selected = target_sets.select(list(settings.targets),
+                                  settings.sources.get("targets", "--target"))
+    return Inputs(source, manifest, tree, tree_from, version, overlay,
+                  _series(settings.defines) if need_tree else [], settings.build_dir,
+                  target_sets, selected, warnings)
+
+
+def _torch_source(settings: Settings, env: Mapping[str, str],
+                  manifest: Manifest) -> tuple[Path, str]:
+    """The PyTorch tree of stage 1 and where that choice came from."""
     d, ds = settings.defines, settings.define_sources
     if d.get("TORCH_SOURCE_DIR"):
         tree, tree_from = Path(d["TORCH_SOURCE_DIR"]), ds.get("TORCH_SOURCE_DIR", "-D")
     elif env.get(TORCH_SOURCE_ENV):
         tree, tree_from = Path(env[TORCH_SOURCE_ENV]), f"env {TORCH_SOURCE_ENV}"
     elif manifest.torch_source:
-        tree, tree_from = manifest.torch_source, f"{mpath.name}"
+        tree, tree_from = manifest.torch_source, f"{manifest.path}: torch_source"
     else:
-        raise InputError(str(mpath), "does not record the PyTorch tree it was extracted from; "
-                         f"pass -D TORCH_SOURCE_DIR=<tree> (or set {TORCH_SOURCE_ENV})")
+        raise InputError(str(manifest.path), "does not record the PyTorch tree it was "
+                         "extracted from (no torch_source); pass -D TORCH_SOURCE_DIR=<tree> "
+                         f"(or set {TORCH_SOURCE_ENV})")
     tree = tree.expanduser().resolve()
     if not (tree / "c10" / "CMakeLists.txt").is_file() or not (tree / "version.txt").is_file():
         raise InputError(tree_from, f"{tree} is not a PyTorch source tree (no c10/CMakeLists.txt"
                          " or version.txt)")
-    version = (tree / "version.txt").read_text().strip()
-    warnings = []
+    return tree, tree_from
+
+
+def _tree_version(tree: Path, tree_from: str, manifest: Manifest, warnings: list[str]) -> str:
+    """The tree's version.txt, checked against the manifest's torch.version."""
+    from .torch_manifest import read_regular
+    raw = read_regular(tree / "version.txt", 4096)
+    version = raw.decode("utf-8", "replace").strip()
     if manifest.torch_version is None:
-        warnings.append(f"{mpath} records no PyTorch version; trusting {tree} ({version})")
-    elif _release(manifest.torch_version) != _release(version):
-        raise InputError(tree_from, f"{tree} is PyTorch {version} but the extraction was made "
-                         f"from {manifest.torch_version}: stage 1 must come from the same tree")
-    overlay = _overlay(d, ds)
-    target_sets = load_target_sets(overlay / "targets.yaml")
-    selected = target_sets.select(list(settings.targets),
-                                  settings.sources.get("targets", "--targets"))
-    return Inputs(source, manifest, tree, tree_from, version, overlay, _series(d),
-                  settings.build_dir, target_sets, selected, warnings)
+        warnings.append(f"{manifest.path} records no PyTorch version; trusting {tree} "
+                        f"({version})")
+        return version
+    try:
+        same = _release(manifest.torch_version) == _release(version)
+    except ValueError:
+        same = False
+    if not same:
+        raise InputError(tree_from, f"{tree} is PyTorch {version} (its version.txt) but the "
+                         f"extraction was made from {manifest.torch_version} ({manifest.path}): "
+                         "stage 1 must come from the same tree")
+    return version
 
 
 def build(settings: Settings, env: Mapping[str, str] | None = None,
@@ -138,6 +185,7 @@ def build(settings: Settings, env: Mapping[str, str] | None = None,
     result = StandaloneResult(inputs, warnings=list(inputs.warnings))
     say = echo or (lambda line: None)
     build_dir = inputs.build_dir
+    claim(build_dir)  # only a directory wrapped-cmake marked is ever removed (clean --all)
     stats_log = None
     if settings.launcher == "ccache":
         env.setdefault("CCACHE_BASEDIR", str(build_dir))  # cache hits across build directories
@@ -204,9 +252,9 @@ def build(settings: Settings, env: Mapping[str, str] | None = None,
                 return result
         installed = sorted((install_to / "python").glob("_CUDAC*.so"))
         result.module = installed[0] if installed else result.module
-    if settings.compile_commands:
+    if settings.compile_commands:  # in the build directory: nothing is written into the extraction
         from .presets import link_compile_commands
-        _, w = link_compile_commands(settings.source_dir, build_dir / "stage2")
+        _, w = link_compile_commands(build_dir, build_dir / "stage2")
         result.warnings += [w] if w else []
     from .plan import record_unit_times
     record_unit_times(build_dir, stats_log)
@@ -292,5 +340,10 @@ def _tree_files(src: Path, dest: str) -> dict[str, bytes]:
 
 
 def _release(version: str) -> tuple[int, ...]:
-    from tdev.patch.meta import release
-    return release(version)
+    """(2, 6, 0) from '2.6.0a0', '2.6.0+cu124', 'v2.6.0'; ValueError for anything else."""
+    import re
+    m = re.match(r"v?(\d{1,9}(?:\.\d{1,9}){0,3})(?![\d.]*\d{10})", version.strip())
+    if not m:
+        raise ValueError(f"cannot read version {version[:80]!r}")
+    parts = tuple(int(x) for x in m.group(1).split("."))
+    return parts + (0,) * (3 - len(parts)) if len(parts) < 3 else parts

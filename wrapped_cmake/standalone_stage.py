@@ -21,18 +21,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .presets import write_atomic
-from .torch_manifest import Manifest
+from .torch_manifest import Manifest, read_regular
 
 STAGE1_DIRS = ("c10",)
 STAGE1_SKIP = ("c10/cuda/", "c10/hip/", "c10/xpu/")
 STAGE1_FILES = ("cmake/public/utils.cmake", "version.txt")
 STAGE2_PREFIX = "c10/cuda/"
 STATE_FILE = ".staged.json"
+MAX_FILE_BYTES = 256 << 20
 
 
 @dataclass
@@ -107,7 +107,7 @@ def stage_sources(manifest: Manifest, torch_source: Path, overlay: Path, root: P
     data: dict[str, bytes] = {}
     staged: dict[str, str] = {}
     for key, (stage, src, where) in wanted.items():
-        data[key] = src.read_bytes()
+        data[key] = read_regular(src, MAX_FILE_BYTES)  # a FIFO listed in a manifest: refused
         result.files[key] = stage
         staged[key] = where
     result.changed_extracted = [e.source for e in manifest.under(STAGE2_PREFIX.rstrip("/"))
@@ -175,9 +175,10 @@ def _stage_of(path: str) -> str | None:
 def _write_tree(root: Path, out: dict[Path, bytes], result: StageResult) -> None:
     state = root / STATE_FILE
     try:
-        before = set(json.loads(state.read_text()))
-    except (OSError, ValueError):
-        before = set()
+        listed = json.loads(state.read_text())
+    except (OSError, ValueError, RecursionError):
+        listed = []
+    before = {p for p in listed if isinstance(p, str)} if isinstance(listed, list) else set()
     for path, blob in out.items():
         try:
             if path.read_bytes() == blob:
@@ -201,7 +202,3 @@ def _write_bytes(path: Path, blob: bytes) -> None:
     tmp.write_bytes(blob)
     os.replace(tmp, path)
 
-
-def clear(root: Path) -> None:
-    if root.is_dir() and (root / STATE_FILE).exists():
-        shutil.rmtree(root)

@@ -3,8 +3,8 @@
 :func:`extract_for_tests` makes an extraction of a real PyTorch tree: with ``tdev extract`` when
 that command exists, otherwise a stand-in that copies the scanner's ``kind: cuda`` files to
 destinations that deliberately differ from their original paths (``torch_cuda/csrc/<path>``)
-and writes a ``MANIFEST.json`` of the shape :mod:`.torch_manifest` reads. Either way the build
-can only find its sources through the manifest.
+and writes a ``MANIFEST.json`` in the schema ``tdev extract`` writes (:mod:`.torch_manifest`).
+Either way the build can only find its sources through the manifest.
 """
 from __future__ import annotations
 
@@ -51,11 +51,11 @@ def stand_in_extract(tree: Path, out: Path, only: tuple[str, ...] = ()) -> Path:
         dest = f"{STAND_IN_PREFIX}/{finding.path}"
         (out / dest).parent.mkdir(parents=True, exist_ok=True)
         (out / dest).write_bytes(data)
-        files.append({"source": finding.path, "destination": dest,
-                      "sha256": hashlib.sha256(data).hexdigest()})
-    manifest = {"torch_source": str(tree), "torch_version": result.torch_version,
-                "generator": "wrapped_cmake.standalone_testing (stand-in for tdev extract)",
-                "files": files}
+        files.append({"role": "moved", "source": finding.path, "path": dest,
+                      "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)})
+    manifest = {"schema": 1, "tool": "wrapped_cmake.standalone_testing (stand-in for tdev "
+                "extract)", "torch": {"version": result.torch_version, "commit": None},
+                "torch_source": str(tree), "files": files}
     (out / "MANIFEST.json").write_text(json.dumps(manifest, indent=1))
     return out / "MANIFEST.json"
 

@@ -2,49 +2,43 @@
 
 The standalone build never guesses where an extracted file went: it asks the manifest, which
 maps each original PyTorch path (``c10/cuda/CUDAStream.cpp``) to its destination inside the
-extraction and records the file's sha256, plus the source tree and version it came from.
+extraction and records the file's sha256, plus the PyTorch tree and version it came from.
 
-What ``tdev extract`` writes (schema 1)::
+The keys are exactly those ``tdev extract`` writes (``tools/tdev/extract/manifest.py``)::
 
     {"schema": 1, "tool": "tdev extract", "torch": {"version": "2.6.0a0", "commit": null},
+     "torch_source": "../../pytorch",      # the tree: relative to this file's directory, or absolute
      "files": [{"role": "moved", "source": "c10/cuda/CUDAStream.cpp",
-                "path": "torch_cuda/csrc/c10/cuda/CUDAStream.cpp", "sha256": "..."},
+                "path": "torch_cuda/csrc/c10/cuda/CUDAStream.cpp", "sha256": "...", "size": 123},
                {"role": "region", "source": "c10/macros/Macros.h", "lines": [249, 301],
                 "path": "torch_cuda/csrc/regions/c10/macros/Macros.h/L249-301.inc", ...},
-               {"role": "patch" | "series" | "report", ...}, ...]}
+               {"role": "patch" | "series" | "report", "path": ..., ...}, ...]}
 
-Files with role ``moved`` or ``supplement`` (or no role) map an original path to its copy;
-``region`` files are CUDA-only pieces split out of generic files (the extraction's own
-``torch_patches`` replace each by an ``#include <torch_cuda/csrc/regions/...>``); other roles
-are the extraction's own outputs. The reader also takes obvious aliases (``destination``,
-``dest``; ``torch_source``/``torch_version`` at the top or in ``torch``/``meta``), so small
-schema drift between the extractor and the build is not fatal. The PyTorch tree's path is
-optional (schema 1 records only its version).
+Files with role ``moved`` or ``supplement`` map an original path to its copy; ``region`` files
+are CUDA-only pieces split out of generic files; ``patch``, ``series`` and ``report`` are the
+extraction's own outputs. Nothing else is read: no alias keys.
 
-``files`` may also be a mapping ``{source: {"destination": ..., "sha256": ...}}``; lists named
-``entries``, ``moves`` or ``copies`` are read as well (all of them, merged).
-Destinations are relative to the manifest's directory; one that escapes it is refused.
+The file is read as hostile input: a regular file only (a FIFO is refused, never opened for a
+blocking read), at most :data:`MAX_BYTES`, strict UTF-8 JSON without ``NaN``/``Infinity``, any
+nesting that exhausts the parser refused, every field type-checked, no NUL in a path, and every
+destination inside the manifest's directory. Each problem is one :class:`InputError` naming
+the file (exit code 2).
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from .errors import InputError
 
-MANIFEST_NAMES = ("MANIFEST.json", "manifest.json")
-_SOURCE_KEYS = ("source", "src", "original", "from")
-_DEST_KEYS = ("destination", "dest", "dst", "to", "target", "path")
-MAPPED_ROLES = ("moved", "supplement", "copy", "copied", None)
-_HASH_KEYS = ("sha256", "hash", "digest")
-# at the top level only the first five (specific) names count; in "torch"/"meta" all of them
-_TREE_KEYS = ("torch_source", "torch_src", "source_root", "pytorch_root", "source_tree",
-              "source", "root", "tree", "path")
-_VERSION_KEYS = ("torch_version", "pytorch_version", "version")  # top level: the first two
-_FILE_LIST_KEYS = ("files", "entries", "moves", "copies")  # every one present is read
+MANIFEST_NAME = "MANIFEST.json"
+MAX_BYTES = 64 << 20
+MAPPED_ROLES = ("moved", "supplement")
+OWN_ROLES = ("region", "patch", "series", "report")
 
 
 @dataclass(frozen=True)
@@ -84,78 +78,118 @@ class Manifest:
 
 
 def find_manifest(source_dir: Path) -> Path | None:
-    """The manifest of an extraction rooted at ``source_dir`` (or its ``torch_cuda`` child)."""
+    """The manifest of an extraction rooted at ``source_dir`` (or its ``torch_cuda`` child).
+    Anything of that name counts (a FIFO too: :func:`load_manifest` then refuses it)."""
     for d in (source_dir, source_dir / "torch_cuda"):
-        for name in MANIFEST_NAMES:
-            if (d / name).is_file():
-                return d / name
+        if os.path.lexists(d / MANIFEST_NAME):
+            return d / MANIFEST_NAME
     return None
 
 
 def load_manifest(path: Path) -> Manifest:
     where = str(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise InputError(where, f"cannot read the manifest: {e.strerror}") from None
-    except ValueError as e:
-        raise InputError(where, f"not valid JSON: {e}") from None
+    data = parse_json(read_regular(path, MAX_BYTES), where)
     if not isinstance(data, dict):
         raise InputError(where, "expected a JSON object")
-    tree = _lookup(data, _TREE_KEYS[:5], _TREE_KEYS)
-    version = _lookup(data, _VERSION_KEYS[:2], _VERSION_KEYS)
-    lists = [data[k] for k in _FILE_LIST_KEYS if k in data]
-    if not lists:
-        raise InputError(where, f"no file list (expected one of {', '.join(_FILE_LIST_KEYS)})")
-    m = Manifest(path.resolve(), Path(tree) if isinstance(tree, str) and tree else None,
-                 str(version) if version else None)
-    for files in lists:
-        if not isinstance(files, (dict, list)):
-            raise InputError(where, "a file list must be a list or an object")
-        _read_files(files, m, where)
+    torch = data.get("torch", {})
+    if not isinstance(torch, dict):
+        raise InputError(where, "'torch' must be an object")
+    version = _opt_str(torch, "version", where, "torch.version")
+    tree = _opt_str(data, "torch_source", where, "torch_source")
+    files = data.get("files")
+    if not isinstance(files, list):
+        raise InputError(where, "'files' must be a list")
+    root = path.resolve().parent
+    m = Manifest(path.resolve(), _tree(tree, root) if tree else None, version)
+    for i, raw in enumerate(files):
+        _read_entry(i, raw, m, where)
     return m
 
 
-def _read_files(files: dict | list, m: Manifest, where: str) -> None:
-    items = files.items() if isinstance(files, dict) else enumerate(files)
-    for key, raw in items:
-        if isinstance(raw, str):  # {source: destination}
-            raw = {"destination": raw}
-        if not isinstance(raw, dict):
-            raise InputError(where, f"files[{key!r}]: expected an object")
-        if raw.get("role") not in MAPPED_ROLES + ("region",):
-            continue  # the extraction's own outputs: patches, series, report
-        source = key if isinstance(files, dict) else _first(raw, _SOURCE_KEYS)
-        dest = _first(raw, _DEST_KEYS)
-        if not isinstance(source, str) or not isinstance(dest, str):
-            raise InputError(where, f"files[{key!r}]: needs a source and a destination path")
-        role = raw.get("role")
-        entry = ManifestEntry(_relative(source, where), _inside(dest, m.root, where),
-                              _first(raw, _HASH_KEYS), role)
-        if role == "region":
-            m.regions.append(entry)
-        elif role in MAPPED_ROLES:
-            m.entries[entry.source] = entry
+def read_regular(path: Path, max_bytes: int) -> bytes:
+    """The bytes of regular file ``path`` (a FIFO or device is refused without blocking)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise InputError(str(path), f"cannot read: {e.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(str(path), "not a regular file")
+        if st.st_size > max_bytes:
+            raise InputError(str(path), f"larger than {max_bytes} bytes")
+        try:
+            return f.read(max_bytes + 1)
+        except OSError as e:
+            raise InputError(str(path), f"cannot read: {e.strerror}") from None
+
+
+def parse_json(data: bytes, where: str):
+    """Strict JSON: UTF-8, no NaN/Infinity, a nesting that exhausts the parser refused."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(where, f"not UTF-8 (byte {e.start})") from None
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise InputError(where, "not valid JSON: nested too deeply") from None
+    except ValueError as e:
+        raise InputError(where, f"not valid JSON: {e}") from None
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _read_entry(i: int, raw, m: Manifest, where: str) -> None:
+    ctx = f"files[{i}]"
+    if not isinstance(raw, dict):
+        raise InputError(where, f"{ctx}: expected an object, got {type(raw).__name__}")
+    role = raw.get("role")
+    if role not in MAPPED_ROLES + OWN_ROLES:
+        raise InputError(where, f"{ctx}: 'role' must be one of "
+                         f"{', '.join(MAPPED_ROLES + OWN_ROLES)}, got {role!r}")
+    dest = _opt_str(raw, "path", where, f"{ctx}.path")
+    if dest is None:
+        raise InputError(where, f"{ctx}: 'path' must be a non-empty string")
+    digest = _opt_str(raw, "sha256", where, f"{ctx}.sha256")
+    size = raw.get("size")
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
+        raise InputError(where, f"{ctx}: 'size' must be a non-negative integer, got {size!r}")
+    if role not in MAPPED_ROLES + ("region",):
+        return  # the extraction's own outputs: patches, series, report
+    source = _opt_str(raw, "source", where, f"{ctx}.source")
+    if source is None:
+        raise InputError(where, f"{ctx}: role {role} needs a 'source' path")
+    entry = ManifestEntry(_relative(source, where), _inside(dest, m.root, where), digest, role)
+    if role == "region":
+        m.regions.append(entry)
+    else:
+        m.entries[entry.source] = entry
+
+
+def _opt_str(d: dict, key: str, where: str, ctx: str) -> str | None:
+    v = d.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, str) or not v:
+        raise InputError(where, f"'{ctx}' must be a non-empty string, got {type(v).__name__}")
+    if "\0" in v:
+        raise InputError(where, f"'{ctx}' holds a NUL character")
+    return v
+
+
+def _tree(tree: str, root: Path) -> Path:
+    p = Path(tree).expanduser()
+    return p if p.is_absolute() else Path(os.path.normpath(root / p))
 
 
 def sha256_file(path: Path) -> str | None:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
+        return hashlib.sha256(read_regular(path, 1 << 34)).hexdigest()
+    except InputError:
         return None
-
-
-def _lookup(data: dict, top: tuple[str, ...], nested: tuple[str, ...]):
-    """A value named by ``top`` at the top level, else by ``nested`` in "torch" or "meta"."""
-    found = _first(data, top)
-    for k in ("torch", "meta"):
-        if not found and isinstance(data.get(k), dict):
-            found = _first(data[k], nested)
-    return found
-
-
-def _first(d: dict, keys: tuple[str, ...]):
-    return next((d[k] for k in keys if isinstance(d.get(k), str) and d[k]), None)
 
 
 def _relative(p: str, where: str) -> str:
