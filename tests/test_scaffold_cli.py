@@ -2,6 +2,13 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +68,74 @@ def test_name_and_device_options(capsys, tmp_path):
     assert 'DEVICE = "mychip"' in init and 'ENV_PREFIX = "MY_CHIP"' in init
     assert "namespace my_chip" in (out_dir / "csrc" / "runtime" / "Device.cpp").read_text()
     assert 'mychip = "my_chip:_autoload"' in (out_dir / "pyproject.toml").read_text()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--vendor", "sim", "--name", "a" * 300], "--name: 'aaaa"),
+    (["--vendor", "metx"], "did you mean 'metax'"),
+    (["--vendor", "Sim"], "did you mean 'sim'"),
+])
+def test_more_bad_input_is_one_line_and_exit_2(capsys, tmp_path, argv, message):
+    code, _, err = run(capsys, *argv, "--out", str(tmp_path / "o"))
+    assert code == 2, err
+    assert err.startswith("tdev: ") and err.count("\n") == 1 and message in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_name_too_long_for_the_file_system_is_refused(capsys, tmp_path):
+    code, _, err = run(capsys, "--vendor", "sim", "--name", "a" * 300)
+    assert code == 2 and err.count("\n") == 1 and "too long" in err
+    code, _, err = run(capsys, "--vendor", "sim", "--out", str(tmp_path / ("d" * 300)))
+    assert code == 2 and err.count("\n") == 1 and "File name too long" in err
+
+
+def test_next_steps_use_a_virtual_environment_as_the_docs_say(capsys, tmp_path):
+    out_dir = tmp_path / "torch_sim"
+    code, out, _ = run(capsys, "--vendor", "sim", "--out", str(out_dir))
+    assert code == 0
+    steps = [line.strip() for line in out.splitlines()[2:]]
+    venv = f"{out_dir}-venv"
+    assert steps == [f"python3 -m venv --system-site-packages {venv}",
+                     f"{venv}/bin/pip install --no-build-isolation {out_dir}",
+                     f"{venv}/bin/python -m pytest -q {out_dir}/tests"]
+    doc = (Path(__file__).parents[1] / "docs" / "scaffold.md").read_text()
+    for step in steps:  # the guide shows the same commands (for its example paths)
+        assert step.replace(str(tmp_path), "/tmp") in doc, step
+
+
+def _check_run(tmp_path, stderr_is_terminal: bool) -> tuple[int, str, str]:
+    """`tdev scaffold --check` in a child process with stderr on a pty or a pipe. The compiler is
+    `true` (each unit "passes" at once): what is checked here is the progress output."""
+    env = dict(os.environ, CXX=shutil.which("true"))
+    argv = [sys.executable, "-m", "tdev.cli.main", "scaffold", "--vendor", "metax",
+            "--out", str(tmp_path / "pkg"), "--check"]
+    if not stderr_is_terminal:
+        p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+        return p.returncode, p.stdout, p.stderr
+    master, slave = pty.openpty()
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    out = p.stdout.read().decode()
+    return p.wait(timeout=120), out, b"".join(chunks).decode(errors="replace")
+
+
+def test_check_shows_progress_on_a_terminal_only(tmp_path):
+    code, out, err = _check_run(tmp_path / "tty", stderr_is_terminal=True)
+    assert code == 0, err
+    total = int(re.search(r"(\d+)/\1 units OK", out).group(1))
+    assert total > 5
+    assert "checking [" in err and f"] {total}/{total}" in err
+    assert err.endswith("\r\x1b[K")  # the line is cleared before the result is printed
+    code, out, err = _check_run(tmp_path / "pipe", stderr_is_terminal=False)
+    assert code == 0 and f"{total}/{total} units OK" in out
+    assert err == ""

@@ -18,11 +18,15 @@ templates/vendors (sim, cuda, metax, ascend); a new chip is a new file."""
 EPILOG = """exit codes:
   0  generated (and --check passed)
   1  --check found errors
-  2  bad input: unknown vendor, malformed profile, invalid --name/--device, target not empty
+  2  bad input: unknown vendor, malformed profile, invalid --name/--device, target not empty,
+     --force on a package with edited or added files (named; see --discard-changes)
 
 examples:
   tdev scaffold --vendor sim --out /tmp/torch_sim
-  pip install --no-build-isolation /tmp/torch_sim && pytest /tmp/torch_sim/tests
+  python3 -m venv --system-site-packages /tmp/torch_sim-venv
+  /tmp/torch_sim-venv/bin/pip install --no-build-isolation /tmp/torch_sim
+  /tmp/torch_sim-venv/bin/python -m pytest -q /tmp/torch_sim/tests
+  tdev scaffold --vendor sim --out /tmp/torch_sim --force --discard-changes
   tdev scaffold --vendor metax --out build/torch_metax --check
   tdev scaffold --vendor ./acme.yaml --name torch_acme"""
 
@@ -37,7 +41,11 @@ def register(sub) -> None:
     p.add_argument("--device", metavar="NAME", help="device name (default: the profile's)")
     p.add_argument("--out", metavar="DIR", type=Path, help="output directory (default: ./PKG)")
     p.add_argument("--force", action="store_true",
-                   help="replace DIR when it holds an earlier scaffold output")
+                   help="replace DIR when it holds an earlier scaffold output that nobody "
+                   "changed (edited or added files are named and nothing is replaced)")
+    p.add_argument("--discard-changes", action="store_true",
+                   help="with --force: replace generated files even where they were edited "
+                   "(files you added are kept)")
     p.add_argument("--check", action="store_true", help="then compile every unit with "
                    "-fsyntax-only (against the profile's declared API when the SDK is absent)")
     p.add_argument("--jobs", "-j", type=int, default=2, help="parallel compiles for --check")
@@ -48,6 +56,7 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tdev.cli.main import EXIT_FINDINGS, EXIT_OK, UserError
+    from tdev.cli.progress import Progress
     from tdev.scaffold.check import CheckError, syntax_check
     from tdev.scaffold.profiles import ProfileError, available_vendors, load_profile
     from tdev.scaffold.scaffold import ScaffoldError, scaffold
@@ -70,16 +79,19 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("scaffold: --vendor is required (see --list-vendors)")
     try:
         result = scaffold(args.vendor, out=args.out, name=args.name, device=args.device,
-                          force=args.force)
+                          force=args.force, discard_changes=args.discard_changes)
     except ScaffoldError as e:
         raise UserError(str(e)) from None
     report = result.to_json()
     check = None
     if args.check:
+        bar = Progress("checking")
         try:
-            check = syntax_check(result.out, jobs=args.jobs)
+            check = syntax_check(result.out, jobs=args.jobs, progress=bar)
         except CheckError as e:
             raise UserError(str(e)) from None
+        finally:
+            bar.close()
         report["check"] = check.to_json()
     if args.json:
         json.dump(report, sys.stdout, indent=1)
@@ -88,7 +100,13 @@ def run(args: argparse.Namespace) -> int:
         verb = "replaced" if result.replaced else "created"
         print(f"{verb} {result.out}: package {result.package}, device '{result.device}', "
               f"vendor {result.vendor} ({len(result.files)} files)")
-        print(f"next: pip install --no-build-isolation {result.out} && pytest {result.out}/tests")
+        if result.discarded:
+            print(f"discarded your changes to: {', '.join(result.discarded)}")
+        if result.kept:
+            print(f"kept the files you added: {', '.join(result.kept)}")
+        print("next (a virtual environment: an installed package loads on every `import torch`):")
+        for step in next_steps(result.out):
+            print(f"  {step}")
         if check is not None:
             print(check.describe())
             for unit in check.units:
@@ -97,3 +115,13 @@ def run(args: argparse.Namespace) -> int:
                     for line in unit.output.splitlines()[:12]:
                         print(f"    {line}", file=sys.stderr)
     return EXIT_FINDINGS if check is not None and not check.ok else EXIT_OK
+
+
+def next_steps(out: Path) -> list[str]:
+    """Build and test ``out`` as docs/scaffold.md shows: a virtual environment that sees this
+    Python's packages (torch, pytest, tdev's wrapped_cmake), and no build isolation (the build
+    uses that torch and wrapped_cmake instead of fetching its build requirements)."""
+    venv = f"{out}-venv"
+    return [f"python3 -m venv --system-site-packages {venv}",
+            f"{venv}/bin/pip install --no-build-isolation {out}",
+            f"{venv}/bin/python -m pytest -q {out}/tests"]

@@ -9,16 +9,16 @@ compiles against that instead and says so.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import shutil
 import subprocess
 import sysconfig
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
-from .render import MARKER
+from .userwork import MarkerError, read_marker
 
 
 class CheckError(ValueError):
@@ -59,16 +59,17 @@ class CheckResult:
 
 def syntax_check(package_dir: Path, jobs: int = 2, declared_only: bool = False,
                  compiler: str | None = None, env: dict[str, str] | None = None,
-                 only: tuple[str, ...] = ()) -> CheckResult:
+                 only: tuple[str, ...] = (),
+                 progress: Callable[[int, int], None] | None = None) -> CheckResult:
     """Compiles every unit of ``csrc`` (or those whose relative path ends with one of ``only``)
     with ``-fsyntax-only``; ``declared_only`` uses the profile's declared API even where the
-    SDK or the simulator is available."""
+    SDK or the simulator is available. ``progress(done, total)`` is called as units finish."""
     env = dict(os.environ if env is None else env)
     package_dir = Path(package_dir).resolve()
     try:
-        info = json.loads((package_dir / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise CheckError(f"{package_dir}: not a tdev scaffold output ({MARKER}: {e})") from None
+        info = read_marker(package_dir).info
+    except MarkerError as e:
+        raise CheckError(str(e)) from None
     cxx = compiler or env.get("CXX") or "g++"
     if shutil.which(cxx) is None:
         raise CheckError(f"{cxx}: C++ compiler not found (set CXX)")
@@ -87,9 +88,21 @@ def syntax_check(package_dir: Path, jobs: int = 2, declared_only: bool = False,
         return UnitResult(str(src.relative_to(package_dir)), p.returncode == 0,
                           (p.stdout + p.stderr).strip())
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        units = list(pool.map(run, sources))
+    units = _run_all(run, sources, jobs, progress or (lambda done, total: None))
     return CheckResult(package_dir, info.get("vendor", "?"), against, api_include, units)
+
+
+def _run_all(run: Callable[[Path], UnitResult], sources: list[Path], jobs: int,
+             progress: Callable[[int, int], None]) -> list[UnitResult]:
+    """``run`` on every source, ``jobs`` at a time; results in the order of ``sources``."""
+    results: dict[Path, UnitResult] = {}
+    progress(0, len(sources))
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = {pool.submit(run, src): src for src in sources}
+        for future in as_completed(futures):
+            results[futures[future]] = future.result()
+            progress(len(results), len(sources))
+    return [results[src] for src in sources]
 
 
 def _api_include(package_dir: Path, info: dict, env: dict[str, str],

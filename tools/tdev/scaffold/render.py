@@ -5,8 +5,10 @@ the context lacks is an error, never an empty string); other files are copied. P
 named ``__<var>__`` are replaced by validated context values (``__pkg__`` -> the package name).
 A template that renders to whitespace only is not written (a file the profile does not need,
 like the bundled simulator for a real device). The tree is rendered into a temporary directory
-next to the target and renamed into place; an existing non-empty target is replaced only with
-``force`` and only when it is a previous scaffold output (it has the marker file).
+next to the target and swapped into place (:mod:`.swap`); an existing non-empty target is
+replaced only with ``force``, only when it is a previous scaffold output (it has the marker
+file), and only when the user changed nothing there unless ``discard_changes`` (:mod:`.userwork`:
+the marker records each file's sha256; files the user added are always kept).
 """
 from __future__ import annotations
 
@@ -23,7 +25,10 @@ import jinja2
 
 from tdev.fsutil import PathEscapeError, safe_join
 
-MARKER = ".tdev-scaffold.json"
+from .swap import replace_dir
+from .userwork import (MARKER, SCHEMA, MarkerError, UserWork, carry_over, read_marker, sha256,
+                       survey, tree_digest)
+
 PATH_VAR = re.compile(r"__([a-z_]+?)__")
 SKIP = ("__pycache__", ".pyc")
 
@@ -32,11 +37,22 @@ class RenderError(ValueError):
     """A template that cannot be rendered, or a target that must not be touched."""
 
 
+class UserWorkError(RenderError):
+    """--force on an output the user changed or added files to (without --discard-changes)."""
+
+    def __init__(self, out: Path, work: UserWork):
+        super().__init__(f"{out}: {work.describe()}; refusing to replace them (--force "
+                         "--discard-changes replaces the changed files; added files are kept)")
+        self.work = work
+
+
 @dataclass
 class RenderResult:
     out: Path
     files: list[str] = field(default_factory=list)  # relative posix paths, sorted
     replaced: bool = False  # an earlier scaffold output was replaced (--force)
+    discarded: list[str] = field(default_factory=list)  # user edits replaced (--discard-changes)
+    kept: list[str] = field(default_factory=list)  # paths the user added, carried over
 
 
 def make_environment(template_root: Path) -> jinja2.Environment:
@@ -47,12 +63,30 @@ def make_environment(template_root: Path) -> jinja2.Environment:
 
 def render_tree(template_root: Path, context: Mapping[str, Any], out: Path,
                 path_vars: Mapping[str, str], force: bool = False,
-                marker: Mapping[str, Any] | None = None) -> RenderResult:
+                marker: Mapping[str, Any] | None = None,
+                discard_changes: bool = False) -> RenderResult:
+    """Renders into ``out``. Replacing an earlier output (``force``) refuses when the user
+    changed or added files there (:class:`UserWorkError`), unless ``discard_changes``; added
+    files are carried into the new tree either way."""
     out = Path(out).absolute()
-    replaced = _check_target(out, force)
     files = render_files(template_root, context, path_vars)
+    info = dict(marker or {}, schema=SCHEMA, template_sha256=tree_digest(template_root, SKIP),
+                files=sorted(files), sha256={rel: sha256(files[rel]) for rel in sorted(files)})
+    try:
+        replaced, work = _check_target(out, force, files, discard_changes)
+        _write(out, files, info, work.added if replaced else ())
+    except OSError as e:
+        raise RenderError(f"{e.filename or out}: cannot write: {e.strerror or e}") from None
+    return RenderResult(out=out, files=sorted(files), replaced=replaced,
+                        discarded=list(work.changed), kept=list(work.added))
+
+
+def _write(out: Path, files: Mapping[str, bytes], info: Mapping[str, Any],
+           keep: tuple[str, ...]) -> None:
+    """Stages the new tree next to ``out`` (with the user's added paths linked in), then swaps
+    it into place: a kill leaves the old tree or the new one."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name[:64]}.", suffix=".tmp", dir=out.parent))
     try:
         for rel, data in files.items():
             target = safe_join(staging, rel)
@@ -60,13 +94,12 @@ def render_tree(template_root: Path, context: Mapping[str, Any], out: Path,
             target.write_bytes(data)
             if data.startswith(b"#!"):
                 target.chmod(0o755)
-        info = dict(marker or {}, files=sorted(files))
+        carry_over(out, staging, list(keep))
         (staging / MARKER).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
-        _move_into_place(staging, out, replaced)
+        _move_into_place(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return RenderResult(out=out, files=sorted(files), replaced=replaced)
 
 
 def render_files(template_root: Path, context: Mapping[str, Any],
@@ -115,36 +148,38 @@ def _output_path(rel: str, path_vars: Mapping[str, str]) -> str:
     return dest
 
 
-def _check_target(out: Path, force: bool) -> bool:
-    """Whether ``out`` holds an earlier output that will be replaced; raises when it must not
-    be touched."""
+def _check_target(out: Path, force: bool, files: Mapping[str, bytes],
+                  discard_changes: bool) -> tuple[bool, UserWork]:
+    """Whether ``out`` holds an earlier output that will be replaced, and what the user did
+    there; raises when it must not be touched."""
     if not out.exists() and not out.is_symlink():
-        return False
+        return False, UserWork()
     if out.is_symlink() or not out.is_dir():
         raise RenderError(f"{out}: exists and is not a directory")
     if not any(out.iterdir()):
-        return False
+        return False, UserWork()
     if not force:
         raise RenderError(f"{out}: directory exists and is not empty (use --force to replace "
                           "an earlier scaffold output)")
-    if not (out / MARKER).is_file():
-        raise RenderError(f"{out}: not a tdev scaffold output (no {MARKER}); refusing to "
-                          "replace it even with --force")
-    return True
+    try:
+        marker = read_marker(out)
+    except MarkerError as e:
+        raise RenderError(f"{e}; refusing to replace it even with --force") from None
+    work = survey(out, marker, files)
+    if work and not discard_changes:
+        raise UserWorkError(out, work)
+    return True, work
 
 
-def _move_into_place(staging: Path, out: Path, replace: bool) -> None:
-    if not replace:
-        if out.is_dir():
-            out.rmdir()  # empty: rename cannot replace a directory portably
+def _move_into_place(staging: Path, out: Path) -> None:
+    if not out.exists():
         os.rename(staging, out)
         return
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
-    old.rmdir()
-    os.rename(out, old)
-    try:
+    if not any(out.iterdir()):
+        out.rmdir()  # empty: rename cannot replace a directory portably
         os.rename(staging, out)
-    except BaseException:
-        os.rename(old, out)
-        raise
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name[:64]}.", suffix=".old", dir=out.parent))
+    old.rmdir()
+    replace_dir(staging, out, old)
     shutil.rmtree(old, ignore_errors=True)

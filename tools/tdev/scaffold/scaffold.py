@@ -9,7 +9,8 @@ vendor-specific except what the profile supplies.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tdev import __version__
@@ -17,6 +18,9 @@ from tdev import __version__
 from . import validate
 from .profiles import ProfileError, VendorProfile, load_profile
 from .render import RenderError, RenderResult, render_tree
+from .userwork import canonical_json, sha256
+
+MAX_PACKAGE_CHARS = 64  # a directory, a C++ namespace and an environment-variable prefix
 
 
 # The operators csrc/aten/Ops.cpp implements for the device (op, C++ kernel); not routable.
@@ -45,11 +49,13 @@ class ScaffoldResult:
     device: str
     files: list[str]
     replaced: bool
+    discarded: list[str] = field(default_factory=list)  # edits replaced (--discard-changes)
+    kept: list[str] = field(default_factory=list)  # paths the user added, carried over
 
     def to_json(self) -> dict:
         return {"out": str(self.out), "vendor": self.vendor, "profile": str(self.profile),
                 "package": self.package, "device": self.device, "files": self.files,
-                "replaced": self.replaced}
+                "replaced": self.replaced, "discarded": self.discarded, "kept": self.kept}
 
 
 def template_root() -> Path:
@@ -57,30 +63,56 @@ def template_root() -> Path:
 
 
 def scaffold(vendor: str, out: Path | None = None, name: str | None = None,
-             device: str | None = None, force: bool = False) -> ScaffoldResult:
+             device: str | None = None, force: bool = False,
+             discard_changes: bool = False) -> ScaffoldResult:
+    """Renders the package for ``vendor`` into ``out``. ``force`` replaces an earlier output
+    whose files are as scaffold wrote them; ``discard_changes`` also replaces edited ones
+    (files the user added are kept in every case)."""
+    if discard_changes and not force:
+        raise ScaffoldError("--discard-changes only applies with --force")
     try:
         profile = load_profile(vendor)
-        package = validate.package_name(name) if name is not None else profile.package
-        dev = validate.device_name(device) if device is not None else profile.device
     except ProfileError as e:
         raise ScaffoldError(str(e)) from None
-    except ValueError as e:
-        raise ScaffoldError(f"--{'name' if name is not None else 'device'}: {e}") from None
+    package = _option("name", name, validate.package_name, profile.package)
+    dev = _option("device", device, validate.device_name, profile.device)
+    if len(package) > MAX_PACKAGE_CHARS:
+        where = "--name" if name is not None else f"{profile.path}: package"
+        raise ScaffoldError(f"{where}: {package[:24]!r}... is too long "
+                            f"({len(package)} characters, at most {MAX_PACKAGE_CHARS})")
     context = build_context(profile, package, dev)
     out = Path(out) if out is not None else Path(package)
     marker = {"tdev": __version__, "vendor": profile.vendor, "profile": str(profile.path),
               "package": package, "device": dev, "runtime_header": profile.runtime.header,
               "sdk_env": list(profile.sdk.env), "sdk_include": profile.sdk.include,
-              "simulator": profile.sdk.simulator}
+              "simulator": profile.sdk.simulator, "profile_info": profile_record(vendor, profile)}
     try:
         result: RenderResult = render_tree(template_root(), context, out,
                                            path_vars=context["path_vars"], force=force,
-                                           marker=marker)
+                                           marker=marker, discard_changes=discard_changes)
     except RenderError as e:
         raise ScaffoldError(str(e)) from None
     return ScaffoldResult(out=result.out, vendor=profile.vendor, profile=profile.path,
                           package=package, device=dev, files=result.files,
-                          replaced=result.replaced)
+                          replaced=result.replaced, discarded=result.discarded,
+                          kept=result.kept)
+
+
+def _option(flag: str, value: str | None, check, default: str) -> str:
+    if value is None:
+        return default
+    try:
+        return check(value)
+    except ValueError as e:
+        raise ScaffoldError(f"--{flag}: {e}") from None
+
+
+def profile_record(vendor: str, profile: VendorProfile) -> dict:
+    """What the marker keeps of the profile: its name, the resolved content (defaults merged)
+    and that content's sha256, enough to render the same package again."""
+    text = canonical_json(profile.raw)
+    return {"name": profile.vendor, "given": vendor,
+            "sha256": sha256(text.encode("utf-8")), "resolved": json.loads(text)}
 
 
 def build_context(profile: VendorProfile, package: str, device: str) -> dict:
