@@ -20,6 +20,7 @@ ROCm-only facts decide (HIP sources of torch_hip are CUDA-side code).
 from __future__ import annotations
 
 import bisect
+import os
 import posixpath
 import re
 from collections.abc import Collection
@@ -27,7 +28,10 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from .cmakelists import CMakeSyntaxError, evaluate_cmake
+from tdev.docread import BadInput, read_regular
+from tdev.fsutil import PathEscapeError, safe_join
+
+from .cmakelists import CMakeEvalError, CMakeSyntaxError, evaluate_cmake
 from .model import ScanWarning
 from .rules import BuildListSpec, BuildRules
 from .starlark import StarlarkLists, evaluate_starlark
@@ -35,6 +39,7 @@ from .starlark import StarlarkLists, evaluate_starlark
 _HIP_NAME = re.compile(r"(?i)(?:^|_)hip(?:_|$)")  # a list named like Caffe2_HIP_SRCS is ROCm-only
 _ROOT, _BUILD = "/@tdev-root@", "/@tdev-build@"  # stand-ins for the source and build directories
 BZL_FILELIST = "build_variables.bzl"  # where PyTorch's append_filelist() reads its lists
+MAX_BUILD_FILE_BYTES = 16 * 1024 * 1024  # PyTorch's largest build file is ~100 KB
 
 
 @dataclass(frozen=True)
@@ -158,14 +163,21 @@ class _Run:
         self.ev.warnings.append(ScanWarning(path, message))
 
     def read(self, rel: str) -> str | None:
+        """The text of build file ``rel``; a missing, unreadable or non-regular file (a FIFO) is a
+        warning. A path that leaves the tree (a symlink out of it) is refused: BadInput."""
         try:
-            text = (self.root / rel).read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
+            path = safe_join(self.root, rel)
+        except PathEscapeError as e:
+            raise BadInput(rel, f"build file named by the rules is refused: {e}") from None
+        if not os.path.lexists(path):
             self.warn(rel, "build file not found; no build evidence from it")
             return None
-        except OSError as e:
-            self.warn(rel, f"cannot read build file ({e.strerror})")
+        try:
+            data = read_regular(path, max_bytes=MAX_BUILD_FILE_BYTES, what="file")
+        except BadInput as e:
+            self.warn(rel, f"cannot read build file ({e.problem}); no build evidence from it")
             return None
+        text = data.decode("utf-8", errors="replace")
         if rel not in self.ev.inputs:
             self.ev.inputs.append(rel)
         return text
@@ -237,6 +249,9 @@ class _Run:
         except CMakeSyntaxError as e:
             self.warn(spec.file, f"cannot parse, no build evidence from it: {e}")
             return
+        except CMakeEvalError as e:
+            self.warn(spec.file, f"cannot evaluate, no build evidence from it: {e}")
+            return
         except Exception as e:  # noqa: BLE001 - a scan must survive any build file
             self.warn(spec.file, f"cannot evaluate, no build evidence from it: {type(e).__name__}: {e}")
             return
@@ -290,8 +305,10 @@ def _generated(path: str) -> bool:
 def evaluate_build_files(root: Path, rules: BuildRules, files: Collection[str]) -> BuildEvidence:
     """Build-file facts about ``files`` (all posix relative paths of the tree; globs are answered
     from it, only paths in it become facts). Never raises for a missing or malformed build file:
-    it becomes a warning and contributes no facts. The result depends on the build files
-    (``inputs``), the rules and ``files``."""
+    it becomes a warning and contributes no facts; so does one whose evaluation passes the bounds
+    of :mod:`tdev.scan.cmakelists` or :mod:`tdev.scan.starlark` ("cannot evaluate", with the
+    line). Raises BadInput when a path the rules name leaves the tree (a symlink out of it). The
+    result depends on the build files (``inputs``), the rules and ``files``."""
     run = _Run(Path(root), rules, files)
     for spec in rules.bzl:
         run.bzl_facts(spec)

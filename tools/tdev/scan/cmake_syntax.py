@@ -187,7 +187,25 @@ def parse_condition(args: tuple[Arg, ...]) -> Cond:
     for a in args:
         m = VARREF.match(a.text) if a.kind != "b" else None
         toks.append(m.group(1) if m else a.text)
+    if _nesting(toks) > MAX_CONDITION_NESTING:
+        return ("atom", None)  # not understood: an anonymous test (the parser recurses per level)
     return _parse_tokens(tuple(toks))
+
+
+MAX_CONDITION_NESTING = 50  # parentheses and NOTs inside each other in one if() (PyTorch: 3)
+
+
+def _nesting(toks: list[str]) -> int:
+    """How deep the recursive parser would go: open parentheses plus a run of NOTs."""
+    deepest = depth = nots = 0
+    for t in toks:
+        if t == "(":
+            depth += 1
+        elif t == ")":
+            depth = max(depth - 1, 0)
+        nots = nots + 1 if t == "NOT" else 0
+        deepest = max(deepest, depth + nots)
+    return deepest
 
 
 @lru_cache(maxsize=4096)

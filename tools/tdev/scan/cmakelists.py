@@ -13,6 +13,12 @@ An over-approximation ("may be in the list in some configuration"), syntax in
     that needs one of ``gpu_flags`` (``if(USE_CUDA)``, ``elseif(USE_CUDNN OR USE_ROCM)``, the
     ``else()`` of ``if(NOT USE_CUDA)``); ``rocm`` likewise for ``rocm_flags``.
 Other commands are ignored: they do not build source lists.
+
+Bounds (the file comes from the scanned tree): a variable holds at most ``MAX_ITEMS`` items, an
+expanded string at most ``MAX_TEXT`` characters, blocks nest at most ``MAX_NESTING`` deep, and
+all the items, characters, copied variables and regex steps of one file count against
+``MAX_WORK``. Passing one raises :class:`CMakeEvalError` naming the line ("cannot evaluate").
+Regexes are CMake's dialect, matched in linear time (:mod:`tdev.scan.cmake_regex`).
 """
 from __future__ import annotations
 
@@ -21,10 +27,25 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Callable
 
+from .cmake_regex import CMakeRegex, CMakeRegexError, compile_cmake_regex
 from .cmake_syntax import (VARREF, Command, CMakeSyntaxError, ForeachBlock, IfBlock, build_blocks,
                            needs_flag, negation_needs_flag, parse_condition, tokenize)
 
-__all__ = ["CMakeResult", "CMakeSyntaxError", "Item", "evaluate_cmake"]
+__all__ = ["CMakeEvalError", "CMakeResult", "CMakeSyntaxError", "Item", "evaluate_cmake"]
+
+MAX_ITEMS = 100_000  # items of one variable (PyTorch's longest list: ~3,000)
+MAX_TEXT = 1 << 20  # characters of one expanded argument
+MAX_NESTING = 100  # if/foreach blocks inside each other (PyTorch: ~6)
+MAX_WORK = 3_000_000  # items, characters, variable copies and regex steps of one file (1.13.1's
+# caffe2/CMakeLists.txt: ~0.16M)
+
+
+class CMakeEvalError(ValueError):
+    """The file passes a bound of the evaluator: ``line N: cannot evaluate: <why>``."""
+
+    def __init__(self, line: int, why: str) -> None:
+        super().__init__(f"line {line}: {why}")
+        self.line = line
 
 
 @dataclass(frozen=True)
@@ -81,9 +102,20 @@ class _Evaluator:
         self.dirty: set[str] = set()  # variables written since the innermost branch began
         self.ctx: tuple[str | None, bool] = (None, False)  # (GPU-only branch text, ROCm-only)
         self.depth = 0  # nesting of if/foreach bodies being run
+        self.work = 0  # against MAX_WORK
+        self.line = 0  # of the command being run
+        self.regexes: dict[str, CMakeRegex | None] = {}
+
+    def charge(self, n: int) -> None:
+        self.work += n
+        if self.work > MAX_WORK:
+            raise CMakeEvalError(self.line, f"more than {MAX_WORK} steps of work (items, characters, regex)")
 
     # -------------------------------------------------------------- values
     def put(self, name: str, items: Values | list[Item]) -> None:
+        if len(items) > MAX_ITEMS:
+            raise CMakeEvalError(self.line, f"{name} would hold more than {MAX_ITEMS} items")
+        self.charge(len(items))
         cuda, rocm = self.ctx
         if cuda or rocm:
             items = [i if (i.cuda or not cuda) and (i.rocm or not rocm)
@@ -97,12 +129,23 @@ class _Evaluator:
 
     def expand(self, s: str) -> str:
         for _ in range(16):  # innermost ${...} first, so ${${NAME}} works
-            new = _VAR.sub(lambda m: "" if m.group(1) == "ENV" else
-                           ";".join(i.text for i in self.state.get(m.group(2), ())), s)
+            new = _VAR.sub(self.value_text, s)
+            if len(new) > MAX_TEXT:
+                raise CMakeEvalError(self.line, f"an argument would expand to more than {MAX_TEXT} characters")
+            self.charge(len(new))
             if new == s:
                 break
             s = new
         return s
+
+    def value_text(self, m: re.Match[str]) -> str:
+        """``${NAME}`` as text: the items joined by ';' (refused past MAX_TEXT before joining)."""
+        if m.group(1) == "ENV":
+            return ""
+        items = self.state.get(m.group(2), ())
+        if len(items) > MAX_TEXT or sum(len(i.text) + 1 for i in items) > MAX_TEXT:
+            raise CMakeEvalError(self.line, f"an argument would expand to more than {MAX_TEXT} characters")
+        return ";".join(i.text for i in items)
 
     def args(self, cmd: Command) -> list[Values]:
         """Evaluated arguments; an unquoted argument splits into one argument per list item and a
@@ -115,6 +158,7 @@ class _Evaluator:
             m = VARREF.match(a.text)
             if m and "$" not in m.group(1):
                 items = self.state.get(m.group(1), ())
+                self.charge(len(items))
                 if a.kind == "q":
                     out.append(items)
                 else:
@@ -129,7 +173,11 @@ class _Evaluator:
 
     # -------------------------------------------------------------- control flow
     def run(self, nodes: list) -> None:
+        if self.depth > MAX_NESTING:
+            raise CMakeEvalError(self.line, f"blocks nested deeper than {MAX_NESTING}")
         for n in nodes:
+            self.line = n.branches[0][0].line if isinstance(n, IfBlock) else \
+                n.head.line if isinstance(n, ForeachBlock) else n.line
             if isinstance(n, IfBlock):
                 self.run_if(n)
             elif isinstance(n, ForeachBlock):
@@ -152,6 +200,7 @@ class _Evaluator:
             rocm = (any(needs_flag(c, self.rocm_flags) for c in own)
                     or any(negation_needs_flag(c, self.rocm_flags) for c in prior))
             text = f"{cmd.name}({' '.join(a.text for a in cmd.args)})"
+            self.charge(len(base))
             self.state, self.dirty = dict(base), set()
             self.ctx = (ctx[0] or (text if gpu else None), ctx[1] or rocm)
             self.run(body)
@@ -166,6 +215,7 @@ class _Evaluator:
             if not alts:
                 self.state.pop(k, None)
             else:
+                self.charge(sum(map(len, alts)))
                 self.state[k] = alts[0] if all(a is alts[0] for a in alts) else _union(alts)
 
     def run_foreach(self, node: ForeachBlock) -> None:
@@ -188,6 +238,9 @@ class _Evaluator:
                     items.extend(i for it in a for i in self.state.get(it.text, ()))
         else:
             items = [i for a in rest for i in a]
+        if len(items) > MAX_ITEMS:
+            raise CMakeEvalError(self.line, f"foreach() over more than {MAX_ITEMS} items")
+        self.charge(len(items))
         saved = self.state.get(var)
         self.state[var] = tuple(items)
         self.depth += 1
@@ -241,14 +294,16 @@ class _Evaluator:
             rx = self.regex(cmd, rest[2].text)
             keep = rest[0].text.upper() == "INCLUDE"
             if rx is not None:
-                self.put(name, [i for i in old if bool(rx.search(i.text)) == keep])
+                self.put(name, [i for i in old if rx.search(i.text, self.charge) == keep])
 
-    def regex(self, cmd: Command, pattern: str) -> re.Pattern[str] | None:
-        try:
-            return re.compile(pattern)
-        except re.error as e:
-            self.res.warnings.append((cmd.line, f"{cmd.name}(): regex not understood ({e}); list kept"))
-            return None
+    def regex(self, cmd: Command, pattern: str) -> CMakeRegex | None:
+        if pattern not in self.regexes:
+            try:
+                self.regexes[pattern] = compile_cmake_regex(pattern)
+            except CMakeRegexError as e:
+                self.regexes[pattern] = None
+                self.res.warnings.append((cmd.line, f"{cmd.name}(): regex not understood ({e}); list kept"))
+        return self.regexes[pattern]
 
     def c_file(self, cmd: Command, args: list[Values]) -> None:
         flat = [i.text for a in args for i in a]
@@ -294,7 +349,7 @@ class _Evaluator:
         if len(flat) >= 3:  # filter_list(OUTPUT INPUT_VAR REGEX)
             rx = self.regex(cmd, flat[2])
             if rx is not None:
-                self.put(flat[0], [i for i in self.state.get(flat[1], ()) if bool(rx.search(i.text)) == keep])
+                self.put(flat[0], [i for i in self.state.get(flat[1], ()) if rx.search(i.text, self.charge) == keep])
 
     def c_filter_list_exclude(self, cmd: Command, args: list[Values]) -> None:
         self.c_filter_list(cmd, args, keep=False)
@@ -305,7 +360,8 @@ def evaluate_cmake(text: str, *, source_dir: str, variables: dict[str, str], glo
                    rocm_flags: frozenset[str] = frozenset()) -> CMakeResult:
     """The variables of one CMakeLists.txt after evaluation (see the module docstring).
     ``source_dir``: absolute directory of the file (relative globs start there); ``variables``:
-    preset values (PROJECT_SOURCE_DIR, ...). Raises CMakeSyntaxError on bad syntax."""
+    preset values (PROJECT_SOURCE_DIR, ...). Raises CMakeSyntaxError on bad syntax and
+    CMakeEvalError past the bounds (module docstring)."""
     res = CMakeResult()
     nodes = build_blocks(tokenize(text), res.warnings)
     ev = _Evaluator(source_dir, variables, glob, filelist, gpu_flags, rocm_flags, res)

@@ -13,12 +13,22 @@ each construct above is computed by this module on values it made.
 Every string entry remembers the line it is written on and its *owner*: the first variable it
 was bound to (``libtorch_cuda_sources = libtorch_cuda_core_sources + [...]`` owns only the
 entries written in its own literal).
+
+Bounds (a hostile file cannot make the scan allocate gigabytes, run for minutes or recurse):
+a list holds at most ``MAX_LIST`` entries, a string at most ``_MAX_TEXT`` characters and an
+expression nests at most ``MAX_DEPTH`` levels; a statement that would pass one of them leaves its
+variable unknown with the warning "cannot evaluate NAME: ..." on its line. All the entries and
+characters the evaluator makes in one file count against ``MAX_WORK``; past it the evaluation
+stops, the file gives no lists and one warning names the line. A file too deeply nested for
+Python's parser is parsed statement by statement, the offending statements named.
 """
 from __future__ import annotations
 
 import ast
 import string
 from dataclasses import dataclass, field
+
+from .starlark_parse import parse_statements
 
 
 @dataclass(eq=False)
@@ -60,6 +70,17 @@ _STR_METHODS = frozenset({"format", "split", "rsplit", "replace", "strip", "lstr
 
 _UNBOUND = object()
 _MAX_TEXT = 1 << 16  # no path is longer; a build file cannot make the scan build a huge string
+MAX_LIST = 100_000  # entries of one list (PyTorch's longest has ~1,500)
+MAX_DEPTH = 100  # nesting of one expression (PyTorch's deepest: ~10)
+MAX_WORK = 2_000_000  # entries and characters made in one file (2.6.0's build_variables.bzl: ~6,400)
+
+
+class _Unbounded(Exception):
+    """One statement passes a bound: its variable becomes unknown."""
+
+
+class _OutOfWork(Exception):
+    """The file passes MAX_WORK: the evaluation stops."""
 
 
 def _result_too_big(text: str, method: str, args: list) -> str:
@@ -89,11 +110,38 @@ class _Evaluator:
     def __init__(self) -> None:
         self.env: dict[str, object] = {}
         self.out = StarlarkLists()
+        self.work = 0
+        self.depth = 0
+        self.line = 0  # of the statement being evaluated
 
-    def run(self, tree: ast.Module) -> StarlarkLists:
-        for stmt in tree.body:
-            self.statement(stmt)
-        return self.out
+    def run(self, body: list[ast.stmt]) -> None:
+        for stmt in body:
+            self.depth, self.line = 0, stmt.lineno
+            try:
+                self.statement(stmt)
+            except _Unbounded as e:
+                for name in _targets(stmt):
+                    self.env[name] = Opaque(f"cannot evaluate: {e}", stmt.lineno)
+                    self.out.lists.pop(name, None)
+                    self.out.opaque[name] = self.env[name]  # type: ignore[assignment]
+                self.warn(stmt.lineno, f"cannot evaluate {', '.join(_targets(stmt)) or 'statement'}: {e}")
+
+    def charge(self, n: int) -> None:
+        self.work += n
+        if self.work > MAX_WORK:
+            raise _OutOfWork(f"more than {MAX_WORK} list entries and characters computed")
+
+    def sized(self, items: list[Entry]) -> list[Entry]:
+        if len(items) > MAX_LIST:
+            raise _Unbounded(f"a list would have more than {MAX_LIST} entries")
+        self.charge(len(items))
+        return items
+
+    def text(self, entry: Entry) -> Entry:
+        if len(entry.text) > _MAX_TEXT:
+            raise _Unbounded(f"a string would have more than {_MAX_TEXT} characters")
+        self.charge(len(entry.text))
+        return entry
 
     # ------------------------------------------------------------------ statements
     def statement(self, stmt: ast.stmt) -> None:
@@ -144,6 +192,15 @@ class _Evaluator:
         return Opaque(f"undefined name {name!r}", line)
 
     def expr(self, node: ast.expr) -> object:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise _Unbounded(f"expression nested deeper than {MAX_DEPTH} levels")
+            return self.expr_at(node)
+        finally:
+            self.depth -= 1
+
+    def expr_at(self, node: ast.expr) -> object:
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Constant):
             if isinstance(node.value, str):
@@ -163,7 +220,7 @@ class _Evaluator:
             return items
         if isinstance(node, ast.Name):
             v = self.lookup(node.id, line)
-            return list(v) if isinstance(v, list) else v  # copy: later += must not alias
+            return self.sized(list(v)) if isinstance(v, list) else v  # copy: later += must not alias
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             return self.add(self.expr(node.left), self.expr(node.right), line)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -205,8 +262,8 @@ class _Evaluator:
         except (TypeError, ValueError, IndexError, KeyError) as e:
             return Opaque(f".{func.attr}() failed: {e}", line)
         if isinstance(value, str):
-            return Entry(value, target.line, computed=True)
-        return [Entry(v, target.line, computed=True) for v in value]  # split / rsplit
+            return self.text(Entry(value, target.line, computed=True))
+        return self.sized([Entry(v, target.line, computed=True) for v in value])  # split / rsplit
 
     def subscript(self, node: ast.Subscript, line: int) -> object:
         value, index = self.expr(node.value), self.expr(node.slice)
@@ -242,22 +299,27 @@ class _Evaluator:
                     return value
                 if not isinstance(value, Entry):
                     return Opaque("comprehension element that is not a string", line)
+                self.charge(len(value.text) + 1)
                 out.append(Entry(value.text, line, computed=value.computed))
         finally:
             if saved is _UNBOUND:
                 self.env.pop(name, None)
             else:
                 self.env[name] = saved
-        return out
+        return self.sized(out)
 
     def add(self, a: object, b: object, line: int) -> object:
         for v in (a, b):
             if isinstance(v, Opaque):
                 return v
         if isinstance(a, list) and isinstance(b, list):
-            return a + b
+            if len(a) + len(b) > MAX_LIST:
+                raise _Unbounded(f"a list would have more than {MAX_LIST} entries")
+            return self.sized(a + b)
         if isinstance(a, Entry) and isinstance(b, Entry):
-            return Entry(a.text + b.text, a.line, computed=a.computed or b.computed)
+            if len(a.text) + len(b.text) > _MAX_TEXT:
+                raise _Unbounded(f"a string would have more than {_MAX_TEXT} characters")
+            return self.text(Entry(a.text + b.text, a.line, computed=a.computed or b.computed))
         return Opaque("'+' of values that are not both lists or both strings", line)
 
     def call(self, node: ast.Call, line: int) -> object:
@@ -274,21 +336,32 @@ class _Evaluator:
             return arg
         if not isinstance(arg, list):
             return Opaque(f"{func.id}() of something that is not a list", line)
-        return sorted(arg, key=lambda e: e.text) if func.id == "sorted" else list(arg)
+        return self.sized(sorted(arg, key=lambda e: e.text) if func.id == "sorted" else list(arg))
+
+
+def _targets(stmt: ast.stmt) -> list[str]:
+    if isinstance(stmt, ast.Assign):
+        return [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+        return [stmt.target.id]
+    return []
 
 
 def evaluate_starlark(text: str, filename: str = "<bzl>") -> StarlarkLists:
     """The list variables of a Starlark file. Never raises for bad input: a file that does not
     parse yields no lists and one warning."""
+    ev = _Evaluator()
+    body = parse_statements(text, filename, ev.out.warnings)
+    if body is None:
+        return ev.out
     try:
-        tree = ast.parse(text, filename=filename)
-    except (SyntaxError, ValueError) as e:
-        out = StarlarkLists()
-        out.warnings.append((getattr(e, "lineno", 0) or 0, f"cannot parse: {getattr(e, 'msg', e)}"))
+        ev.run(body)
+    except _OutOfWork as e:
+        out = StarlarkLists(warnings=ev.out.warnings)
+        out.warnings.append((ev.line, f"cannot evaluate the file: {e}; no lists from it"))
         return out
-    try:
-        return _Evaluator().run(tree)
-    except Exception as e:  # noqa: BLE001 - RecursionError on absurd nesting; never crash a scan
-        out = StarlarkLists()
-        out.warnings.append((0, f"cannot evaluate: {type(e).__name__}: {e}"))
+    except Exception as e:  # noqa: BLE001 - never crash a scan (the fuzz tests look for these)
+        out = StarlarkLists(warnings=ev.out.warnings)
+        out.warnings.append((ev.line, f"cannot evaluate: {type(e).__name__}: {e}"))
         return out
+    return ev.out
