@@ -53,11 +53,16 @@ def test_in_tree_moves_with_git_and_commits_once(checkout):
     assert not (root / "torch/cuda/__init__.py").exists()
     out = root / "third_device/torch_cuda"
     assert verify(out).ok and (out / "torch_patches/series").is_file()
+    assert json.loads((out / "MANIFEST.json").read_text())["torch_source"] == "../.."  # the checkout itself
     assert (root / "c10/core/Device.cpp").read_text().count("#ifdef USE_CUDA") == 2  # patches not applied
     again = tdev("extract", str(root), "--in-tree", env={**ENV, "TDEV_CACHE_DIR": str(scan_file.parent / "c2")})
     assert again.returncode == 2 and "already exists" in again.stderr, again.stderr
     stale = tdev("extract", str(root), "--scan", str(scan_file), "--in-tree", env=ENV)
-    assert stale.returncode == 2 and "a scan of another tree?" in stale.stderr
+    assert stale.returncode == 2 and "already exists" in stale.stderr  # refused before the scan is read
+    repo.git.rm("-r", "-q", "third_device")
+    repo.index.commit("drop the extraction", skip_hooks=True)
+    stale = tdev("extract", str(root), "--scan", str(scan_file), "--in-tree", env=ENV)
+    assert stale.returncode == 2 and "a scan of another tree?" in stale.stderr, stale.stderr
 
 
 def test_in_tree_refusals(checkout, tmp_path):
