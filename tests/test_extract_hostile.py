@@ -89,6 +89,7 @@ def _set_first(key, value):
     (_set_first("sha256", 7), "sha256"),
     (_set_first("lines", [1]), "lines"),
     (_set_first("scan_rules", "r"), "scan_rules"),
+    (_set_first("role", []), "role"),  # found by tests/test_fuzz_manifest.py (TypeError: unhashable)
     (lambda d: json.dumps(d).replace('"size": ', '"size": -Infinity, "x": ', 1), "Infinity"),
     (lambda d: json.dumps(d).replace('"size": ', '"size": NaN, "x": ', 1), "NaN"),
     (lambda d: "[" * 100_000 + "]" * 100_000, "deep"),

@@ -100,7 +100,7 @@ def _entry(d: Any, where: str) -> Entry:
         raise ManifestError(where, "sha256 must be 64 lowercase hex digits")
     if not _int(size) or size < 0:
         raise ManifestError(where, f"size must be a non-negative integer, not {size!r:.40}")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         raise ManifestError(where, f"role must be one of {', '.join(sorted(ROLES))}, not {role!r:.40}")
     rules = d.get("scan_rules", [])
     if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
