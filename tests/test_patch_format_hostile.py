@@ -116,6 +116,14 @@ def test_git_c_quoting_is_undone():
     assert fp.path == 't\u00e4b\tx"y\\z'
 
 
+def test_message_naming_a_path_with_a_newline_stays_one_line():
+    """Found by the fuzz test: a C-quoted name with \\n put a newline into the message."""
+    text = 'diff --git a/x.c "a/\\n"\n--- a/x.c\n+++ "b/\\n\u2028"\n@@ -1 +1 @@\n-a\n+b\n'
+    with pytest.raises(PatchFormatError) as e:
+        parse_diff(text, strip=0, source="p")
+    assert len(str(e.value).splitlines()) == 1 and "different files" in str(e.value)
+
+
 @pytest.mark.parametrize("hunk", ["@@ -{n} +1 @@", "@@ -1,{n} +1 @@", "@@ -1 +{n} @@", "@@ -1 +1,{n} @@"])
 def test_huge_hunk_numbers_are_bad_input(hunk):
     text = "--- a/x\n+++ b/x\n" + hunk.format(n="9" * 5000) + "\n-a\n+b\n"

@@ -28,11 +28,16 @@ MODES = {"100644": 0o100644, "100755": 0o100755}
 _INDEX = re.compile(r"index [0-9a-fA-F]+\.\.[0-9a-fA-F]+(?: (.*))?$")
 
 
+# the characters str.splitlines() breaks on, written as escapes so that a message stays one line
+_ONE_LINE = {ord(c): repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+
+
 class PatchFormatError(BadInput):
     """A malformed or unsupported patch or series; the message is 'FILE:LINE: problem'. A
     :class:`tdev.docread.BadInput`: the CLI prints it as one line and exits with code 2."""
 
     def __init__(self, message: str):
+        message = message.translate(_ONE_LINE)  # a path or line quoted in it may hold a newline
         where, sep, problem = message.partition(": ")
         super().__init__(where if sep else "", problem if sep else message)
 
