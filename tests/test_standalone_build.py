@@ -22,7 +22,8 @@ from wrapped_cmake.testing import clean_env
 from wrapped_cmake.torch_manifest import load_manifest
 from wrapped_cmake.torch_targets import glob_match, load_target_sets
 
-from test_standalone_support import CUDA_FILE, OVERLAY, REPO, cli as _cli, series_with as _series
+from test_standalone_support import (CUDA_FILE, OVERLAY, REPO, cli as _cli, readme_build_line,
+                                     run_readme_line, series_with as _series)
 
 
 def _tree(root: Path) -> Path:
@@ -271,16 +272,23 @@ def test_cli_clean_only_removes_a_standalone_build_directory(small, tmp_path):
     stage_sources(m, tree, OVERLAY, build / "src", [], "2.6.0a0")
     out = _cli("clean", "--backend", "cuda", "--source", str(ext), "--all")
     assert out.returncode == 0 and not build.exists(), out.stderr
+    assert sorted(p.name for p in ext.parent.iterdir()) == ["torch_cuda"]  # nothing left
     out = _cli("configure", "--backend", "cuda", "--source", str(ext))
     assert out.returncode == 2 and "supports `build`" in out.stderr
 
 
+def test_readme_build_line_is_what_the_tests_run():
+    assert readme_build_line() == ["wrapped-cmake", "build", "--backend", "cuda", "--source",
+                                   "third_device/torch_cuda"]
+
+
 @pytest.mark.realtree
 def test_plan_on_the_real_extraction(pytorch_tree, tmp_path):
+    """The README's build line with --plan, verbatim, from the directory holding the
+    extraction: no -D TORCH_SOURCE_DIR, no tree needed, an estimate before any build."""
     ext = tmp_path / "third_device" / "torch_cuda"
     extract_for_tests(pytorch_tree, ext)
-    out = _cli("build", "--backend", "cuda", "--source", str(ext), "--plan", "--json",
-               env=clean_env(TDEV_TORCH_SOURCE_DIR=str(pytorch_tree)))
+    out = run_readme_line(tmp_path, "--plan", "--json")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     sets = {s["name"]: s for s in report["sets"]}
@@ -289,3 +297,8 @@ def test_plan_on_the_real_extraction(pytorch_tree, tmp_path):
     assert report["total_units"] == sum(s["units"] for s in report["sets"]) + len(
         report["unassigned"])
     assert report["total_units"] > 400 and report["not_built"] > 0
+    assert report["estimated_from"] == {"cu": "default", "cpp": "default"}
+    assert report["wall_s"] > 0 and report["serial_s"] > 60 * 10  # hundreds of units
+    text = run_readme_line(tmp_path, "--plan")
+    assert text.returncode == 0 and "estimate: " in text.stdout, text.stderr
+    assert not (tmp_path / "third_device" / "build").exists()  # --plan builds nothing

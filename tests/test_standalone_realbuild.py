@@ -16,7 +16,8 @@ from wrapped_cmake.standalone_testing import extract_for_tests
 from wrapped_cmake.testing import clean_env
 from wrapped_cmake.torch_manifest import load_manifest
 
-from test_standalone_support import CCACHE_DIR, CUDA_FILE, REPO, SMOKE, cli as _cli, series_with as _series
+from test_standalone_support import (CCACHE_DIR, CUDA_FILE, REPO, SMOKE, cli as _cli,
+                                     run_readme_line, series_with as _series)
 
 
 # --- the real build (Must-show 1) ------------------------------------------------------------
@@ -37,10 +38,19 @@ def test_two_stage_build_of_the_real_extraction(pytorch_tree, tmp_path):
     ext = tmp_path / "third_device" / "torch_cuda"
     print(f"extraction: {extract_for_tests(pytorch_tree, ext)}")
     m = load_manifest(ext / "MANIFEST.json")
+    # the README's build line, verbatim, from the directory holding the extraction: the tree
+    # comes from MANIFEST.json (no -D TORCH_SOURCE_DIR); ccache and -j2 via the environment
+    env = clean_env(CCACHE_DIR=str(CCACHE_DIR), WRAPPED_CMAKE_LAUNCHER="ccache", MAX_JOBS="2")
+    t0 = time.perf_counter()
+    readme = run_readme_line(tmp_path, env=env)
+    print(f"README build: {time.perf_counter() - t0:.1f} s\n{readme.stdout[-2000:]}")
+    assert readme.returncode == 0, readme.stdout[-2000:] + readme.stderr[-4000:]
+    build = tmp_path / "third_device" / "build" / "torch_cuda"  # outside the extraction
+    assert (build / "stage2/lib/libc10_cuda.so").is_file()
+    assert not (ext / "build").exists() and not (ext / "compile_commands.json").exists()
     old = (pytorch_tree / CUDA_FILE).read_text()
     marker = old + "// tdev test: patched in the build directory only\n"
     series = _series(tmp_path / "series", "9999-marker", CUDA_FILE, old, marker)
-    env = clean_env(CCACHE_DIR=str(CCACHE_DIR), TDEV_TORCH_SOURCE_DIR=str(pytorch_tree))
     args = ["build", "--backend", "cuda", "--source", str(ext), "--launcher", "ccache", "-j2",
             "-D", f"TORCH_PATCH_SERIES={REPO / 'torch_patches'};{series}"]
     t0 = time.perf_counter()
@@ -48,7 +58,6 @@ def test_two_stage_build_of_the_real_extraction(pytorch_tree, tmp_path):
     print(f"build: {time.perf_counter() - t0:.1f} s\n{out.stdout[-3000:]}")
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
     assert "9999-marker.patch (applied-now)" in out.stdout
-    build = ext / "build" / "cuda"
     assert (build / "src/stage2/torch" / CUDA_FILE).read_text() == marker
     assert m.file(CUDA_FILE).read_text() == old  # never an edit to the extraction
     assert (build / "stage1/install/lib/libc10.so").is_file()
@@ -91,9 +100,19 @@ def test_two_stage_build_of_the_real_extraction(pytorch_tree, tmp_path):
                          text=True, env=clean_env(), cwd=tmp_path)
     count, libs = json.loads(got.stdout)
     assert count == 0 and len(libs) == 3 and all(lib.startswith(str(moved)) for lib in libs), libs
-    plan = _cli("build", "--backend", "cuda", "--source", str(ext), "--plan", env=env)
-    assert plan.returncode == 0 and "translation units in a full torch_cuda build" in plan.stdout
-    print(plan.stdout)
+    plan = run_readme_line(tmp_path, "--plan", "--json", env=env)
+    assert plan.returncode == 0, plan.stderr
+    report = json.loads(plan.stdout)
+    assert report["estimated_from"]["cpp"] == "measured"  # refined by this build's Ninja log
+    print(plan.stdout[-1500:])
+    # extract, build, verify: the build left nothing in the extraction; clean --all leaves
+    # nothing behind either
+    verify = subprocess.run([sys.executable, "-m", "tdev", "extract", str(pytorch_tree), "--out",
+                             str(ext), "--verify"], capture_output=True, text=True, env=env)
+    assert verify.returncode == 0, verify.stdout[-2000:] + verify.stderr[-2000:]
+    clean = _cli("clean", "--all", "--backend", "cuda", "--source", str(ext), env=env)
+    assert clean.returncode == 0, clean.stderr
+    assert sorted(p.name for p in (tmp_path / "third_device").iterdir()) == ["torch_cuda"]
 
 
 @pytest.mark.realtree
@@ -110,7 +129,7 @@ def test_decoupled_build_with_the_extractions_own_patches(pytorch_tree, tmp_path
                env=env)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
     assert "split-c10-macros-Macros-h.patch (applied-now)" in out.stdout
-    build = ext / "build" / "cuda"
+    build = ext.parent / "build" / "torch_cuda"
     installed = (build / "stage1/install/include/c10/macros/Macros.h").read_text()
     assert "C10_LAUNCH_BOUNDS_1" not in installed  # split out of stage 1's c10 ...
     assert "#include <torch_cuda/csrc/regions/c10/macros/Macros.h/" in installed
@@ -132,7 +151,7 @@ def test_two_stage_build_of_another_release(other_pytorch_tree, tmp_path):
     out = _cli("build", "--backend", "cuda", "--source", str(ext), "--launcher", "ccache", "-j2",
                env=env)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
-    build = ext / "build" / "cuda"
+    build = ext.parent / "build" / "torch_cuda"
     log = (build / "stage2" / ".wrapped-cmake").glob("*.log")
     assert any("Warning class 0, setHasPrimaryContext 0, allocator name() 0" in p.read_text()
                for p in log)

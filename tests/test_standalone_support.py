@@ -2,6 +2,8 @@
 them; no tests here)."""
 from __future__ import annotations
 
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -30,3 +32,18 @@ def series_with(root: Path, name: str, path: str, old: str, new: str, applies: s
 def cli(*args, env=None):
     return subprocess.run([sys.executable, "-m", "wrapped_cmake", *args], capture_output=True,
                           text=True, env=env or clean_env(), cwd=REPO)
+
+
+def readme_build_line() -> list[str]:
+    """The README's standalone build command (its Commands table row), as argv: the line as
+    written, less its optional ``[...]`` parts."""
+    text = (REPO / "README.md").read_text()
+    m = re.search(r"^\| `(wrapped-cmake build --backend cuda --source [^`]*)` \|", text, re.M)
+    assert m, "README.md has no `wrapped-cmake build --backend cuda --source ...` row"
+    return shlex.split(re.sub(r"\s*\[[^\]]*\]", "", m.group(1)))
+
+
+def run_readme_line(cwd: Path, *extra: str, env=None):
+    """The README's build line, run verbatim (the installed `wrapped-cmake`) from ``cwd``."""
+    return subprocess.run(readme_build_line() + list(extra), capture_output=True, text=True,
+                          env=env or clean_env(), cwd=cwd)

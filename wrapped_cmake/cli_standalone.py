@@ -73,6 +73,8 @@ def _clean(args: argparse.Namespace, settings: Settings) -> int:
                          "wrapped-cmake created; refusing to clean it")
     if args.all:
         remove(build_dir, settings.source_dir)
+        if settings.sources.get("build-dir") == "default":
+            _remove_if_empty(build_dir.parent)  # the build/ the default made next to the source
         print(f"wrapped-cmake: removed {build_dir}")
         return EXIT_OK
     for stage in (build_dir / "stage1" / "build", build_dir / "stage2"):
@@ -84,3 +86,10 @@ def _clean(args: argparse.Namespace, settings: Settings) -> int:
                 return EXIT_FAILED
     print(f"wrapped-cmake: removed build outputs [{build_dir}]")
     return EXIT_OK
+
+
+def _remove_if_empty(directory: Path) -> None:
+    try:
+        directory.rmdir()  # only ever removes an empty directory
+    except OSError:
+        pass
