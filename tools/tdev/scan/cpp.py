@@ -53,15 +53,24 @@ class Region:
     whole_group: bool  # no branch of the group is live with CUDA undefined (see module doc)
 
 
-_DIRECTIVE = re.compile(r"#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+# a conditional directive: at the start of a physical line (``_directives`` drops those that
+# continue an earlier line); group 2 is the keyword
+_DIRECTIVE = re.compile(r"^[^\S\n]*(#)[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b", re.M)
 _OPENERS = ("if", "ifdef", "ifndef")
 _MAX_EXPR = 1000  # longer #if expressions are one unknown (keeps the recursive evaluator shallow)
 # comments and literals (which may hide comment markers); every alternative starts with a literal
 # character so that re scans for those characters only. S: '.' crosses lines (continuations).
-_LEX = r"""//(?:[^\n\\]+|\\.)*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|"(?:[^"\\\n]+|\\.)*"|'(?:[^'\\\n]|\\.){1,12}'"""
+# Linear time: each loop is unrolled ("normal* (special normal*)*", where no character can start
+# both), and no alternative can fail after a long scan more than once per file: a comment or a raw
+# string left open runs to the end of the file, a string left open to the end of its line (the
+# closing quote is optional), a character literal is at most 12 characters long.
+_LEX = (r"""//[^\n\\]*(?:\\.[^\n\\]*)*"""
+        r"""|/\*(?:[^*]*\*+(?:[^/*][^*]*\*+)*/|.*)"""
+        r"""|"[^"\\\n]*(?:\\.[^"\\\n]*)*"?"""
+        r"""|'(?:[^'\\\n]|\\.){1,12}'""")
 # split() with these gives [code, token, code, token, ...] ([code, token, delimiter, ...] for RAW)
 _NONCODE = re.compile(f"({_LEX})", re.S)
-_NONCODE_RAW = re.compile(r'(R"([^()\\\s]{0,16})\(.*?\)\2"|' + _LEX + ")", re.S)  # with raw strings
+_NONCODE_RAW = re.compile(r'(R"([^()\\\s]{0,16})\((?:.*?\)\2"|.*)|' + _LEX + ")", re.S)  # with raw strings
 
 
 class _NonCode:
@@ -143,12 +152,11 @@ def _expr_node(kind: str, expr: str) -> ppexpr.Node | None:
 
 def _directives(text: str, noncode: _NonCode | None):
     """Yield (kind, expression text, first line, last line) for each conditional directive."""
-    line, at = 1, 0
+    line, at, done = 1, 0, 0
     for m in _DIRECTIVE.finditer(text):
-        pos = m.start()
-        ls = text.rfind("\n", 0, pos) + 1
-        if pos != ls and text[ls:pos].strip():
-            continue
+        pos = m.start(1)
+        if pos < done or (m.start() > 1 and _continued(text, m.start() - 1)):
+            continue  # not at the start of a logical line: part of the line before
         if noncode is not None and noncode.hidden(pos) >= 0:
             continue
         e = text.find("\n", m.end())
@@ -162,6 +170,7 @@ def _directives(text: str, noncode: _NonCode | None):
                 break
         if e < 0:
             e = len(text)
+        done = e
         line += text.count("\n", at, pos)
         at = pos
         if noncode is not None:
@@ -170,7 +179,7 @@ def _directives(text: str, noncode: _NonCode | None):
             expr = text[m.end():e]
             expr = expr[:expr.find("//")] if "//" in expr else expr
         expr = " ".join(expr.replace("\\\r\n", " ").replace("\\\n", " ").split())
-        yield m.group(1), expr, line, line + text.count("\n", pos, e)
+        yield m.group(2), expr, line, line + text.count("\n", pos, e)
 
 
 def _regions(text: str, macros: frozenset[str], noncode: _NonCode | None) -> list[Region]:
@@ -233,8 +242,10 @@ def _macro_re(macros: Collection[str]) -> re.Pattern[str]:
     alts = "|".join(map(re.escape, sorted(macros, key=len, reverse=True)))
     if not alts:
         return re.compile(r"(?!)")
-    return re.compile(r"#[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef)\b"
-                      rf"(?:[^\n\\]|\\(?!\r?\n)|\\\r?\n)*?\b(?:{alts})\b")
+    # only at the start of a logical line (not after an escaped newline), so that the logical
+    # lines the scans cover do not overlap: linear time
+    return re.compile(r"^(?<!\\\n)(?<!\\\r\n)[^\S\n]*#[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef)\b"
+                      rf"(?:[^\n\\]|\\(?!\r?\n)|\\\r?\n)*?\b(?:{alts})\b", re.M)
 
 
 def _compiled(rules: CppRules) -> _Compiled:

@@ -61,13 +61,24 @@ def _tokens(text: str) -> list[tuple[str, str]]:
     return out
 
 
+# an integer literal as C++ spells it: digit separators only between two digits, octal digits
+# after a leading 0 (no nested quantifier can match the same text two ways: linear)
+_INT = re.compile(r"(0[xX][0-9a-fA-F](?:'?[0-9a-fA-F])*|0[bB][01](?:'?[01])*|0(?:'?[0-7])*|[1-9](?:'?[0-9])*)"
+                  r"[uUlLzZ]*")
+
+
 def _int(tok: str) -> int:
-    t = tok.replace("'", "").rstrip("uUlLzZ").lower()
-    if t.startswith("0x"):
-        return int(t[2:], 16)
-    if t.startswith("0b"):
-        return int(t[2:], 2)
-    return int(t, 8) if len(t) > 1 and t[0] == "0" else int(t)
+    """The value of an integer literal; PPSyntaxError for one cpp rejects (``09``, ``0x'``)."""
+    m = _INT.fullmatch(tok)
+    if m is None:
+        raise PPSyntaxError(f"invalid integer literal {tok!r}")
+    t = m.group(1).replace("'", "").lower()
+    try:
+        if t[:2] in ("0x", "0b"):
+            return int(t[2:], 16 if t[1] == "x" else 2)
+        return int(t, 8) if len(t) > 1 else int(t)
+    except ValueError:  # more decimal digits than int() converts
+        raise PPSyntaxError(f"integer literal of {len(t)} digits") from None
 
 
 def _char(tok: str) -> int:

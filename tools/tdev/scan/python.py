@@ -60,27 +60,33 @@ def _candidates(text: str, rules: PythonRules) -> list[int]:
         search = _SEARCH[rules.needles] = _needle_search(rules.needles)
     offs: list[int] = []
     names = set(rules.attributes)
-    ident = _IDENT
     for rx, needles in search:
         for m in rx.finditer(text):
             at = m.start()
             before = text[at - 1] if at else " "
-            if before not in ident or (before == "_" and (at < 2 or text[at - 2] not in ident)):
+            if before not in _IDENT or (before == "_" and (at < 2 or text[at - 2] not in _IDENT)):
                 offs.append(at)  # a name starts here, or after one "_"
                 continue
             for n in needles:  # inside a longer name: only a name the rules list can match
-                if len(needles) > 1 and not text.startswith(n, at):
-                    continue
-                i = at
-                while i and text[i - 1] in ident:
-                    i -= 1
-                j = at + len(n)
-                while j < len(text) and text[j] in ident:
-                    j += 1
-                if text[i:j] in names:
+                if (len(needles) == 1 or text.startswith(n, at)) and _in_name(text, at, len(n), names):
                     offs.append(at)
     offs.sort()
     return offs
+
+
+def _in_name(text: str, at: int, n: int, names: set[str]) -> bool:
+    """Is text[at:at+n] inside an identifier that is one of ``names``? Only as far as the longest
+    name is looked at either side (a long run of identifier characters costs no more)."""
+    reach = max(map(len, names), default=0)
+    i = at
+    while i > at - reach and i and text[i - 1] in _IDENT:
+        i -= 1
+    if i and text[i - 1] in _IDENT:
+        return False  # longer than any name
+    j = at + n
+    while j < at + reach and j < len(text) and text[j] in _IDENT:
+        j += 1
+    return text[i:j] in names
 
 
 def _words(text: str, names: list[str]) -> list[int]:
