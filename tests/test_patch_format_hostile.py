@@ -193,6 +193,13 @@ def test_tree_version_reads_a_real_release_and_refuses_garbage(tmp_path):
 
 # ---- 17.10: FIFOs -----------------------------------------------------------------------------
 
+def test_fifo_version_txt_is_refused_without_hanging(tmp_path):
+    os.mkfifo(tmp_path / "version.txt")
+    box = _run_bounded(lambda: tree_version(tmp_path))
+    assert isinstance(box.get("error"), PatchFormatError), box
+    assert str(box["error"]).startswith(f"{tmp_path}/version.txt: version file is not a regular file")
+
+
 def _run_bounded(fn, seconds: float = 10.0):
     """fn() in a thread; fails the test if it has not returned in time (a FIFO open blocks)."""
     box: dict = {}

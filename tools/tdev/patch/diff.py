@@ -1,8 +1,12 @@
 """Unified diffs as text: parse them into FilePatch/Hunk values, and write them from two texts.
 
 Accepted: plain ``diff -u`` output, quilt patches (``Index:`` lines), and git diffs (``diff --git``
-with mode, ``index`` and new/deleted-file lines). Renames, copies and binary patches are refused
-with a clear error: the engine would not be able to apply them byte-exactly.
+with mode, ``index``, new/deleted-file and rename lines). Copies and binary patches are refused
+with a clear error: the engine would not be able to apply them byte-exactly. File modes are
+those git writes for regular files, 100644 and 100755; any other (setuid/setgid/sticky bits,
+120000 symlinks, 160000 submodules) is bad input naming the line, in every header that carries
+one (new/deleted file mode, old/new mode, index). Quoted names follow git's C quoting; an escape
+git does not write is bad input.
 
 Texts are handled as ``str`` decoded with ``surrogateescape``, so any bytes round-trip; lines are
 split on ``\\n`` only (a ``\\r`` stays part of the line).
@@ -14,6 +18,7 @@ from difflib import SequenceMatcher
 
 from tdev.docread import BadInput
 
+from .gitnames import file_mode, unquote
 from .model import FilePatch, Hunk, Line
 
 ENCODING = "utf-8"
@@ -22,9 +27,6 @@ DEV_NULL = "/dev/null"
 _HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)", re.ASCII)
 _UNSUPPORTED = ("copy from", "copy to", "GIT binary patch", "Binary files")
 MAX_DIGITS = 9  # a hunk's line numbers and counts: up to 999,999,999 (int() refuses 4300+ digits)
-# the file modes git writes for regular files; anything else (setuid/setgid/sticky bits, 120000
-# symlinks, 160000 submodules, 040000 trees) is refused: the engine writes text files only
-MODES = {"100644": 0o100644, "100755": 0o100755}
 _INDEX = re.compile(r"index [0-9a-fA-F]+\.\.[0-9a-fA-F]+(?: (.*))?$")
 
 
@@ -75,45 +77,18 @@ def is_diff_start(lines: list[str], i: int) -> bool:
     return line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
 
 
-_QUOTED = re.compile(rb'"((?:[^"\\]|\\.)*)"', re.DOTALL)
-_ESCAPE = re.compile(rb"\\([0-3][0-7][0-7]|.)", re.DOTALL)
-_C_ESCAPES = {b"a": b"\a", b"b": b"\b", b"t": b"\t", b"n": b"\n", b"v": b"\v", b"f": b"\f",
-              b"r": b"\r", b'"': b'"', b"\\": b"\\"}
-
-
-def _c_escape(m: re.Match) -> bytes:
-    code = m.group(1)
-    if len(code) == 3:
-        return bytes([int(code, 8)])
-    if code in _C_ESCAPES:
-        return _C_ESCAPES[code]
-    raise ValueError(f"unknown escape \\{decode(code)}")
-
-
 def _unquote(name: str, where: str = "<patch>") -> str:
-    """A path from a ---/+++ or diff --git line: drop a timestamp, undo git's C quoting
-    (``\\n \\t \\" \\\\ \\ooo`` ...; anything else in quotes is bad input naming ``where``)."""
-    if not name.startswith('"'):
-        return name.split("\t", 1)[0].rstrip()
     try:
-        m = _QUOTED.match(encode(name))
-        if m is None:
-            raise PatchFormatError(f"{where}: quoted path without its closing quote: {name[:80]!r}")
-        return decode(_ESCAPE.sub(_c_escape, m.group(1)))
-    except PatchFormatError:
-        raise
-    except ValueError as e:  # an unknown escape; a str that no bytes decode to
+        return unquote(name)
+    except ValueError as e:  # an unknown escape, no closing quote; a str that no bytes decode to
         raise PatchFormatError(f"{where}: bad quoted path {name[:80]!r} ({e})") from None
 
 
 def _mode(text: str, where: str) -> int:
-    """The file mode of a git header line: 100644 or 100755 only."""
-    mode = MODES.get(text)
-    if mode is None:
-        kind = {"120000": " (a symlink)", "160000": " (a submodule)"}.get(text, "")
-        raise PatchFormatError(f"{where}: file mode {text[:40]!r}{kind} not supported: only regular "
-                               "files, mode 100644 or 100755")
-    return mode
+    try:
+        return file_mode(text)
+    except ValueError as e:
+        raise PatchFormatError(f"{where}: {e}") from None
 
 
 def strip_path(path: str, strip: int) -> str:
