@@ -131,7 +131,8 @@ def parse_profile(path: Path) -> Profile:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         loc = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise InputError(loc, f"not valid YAML: {getattr(e, 'problem', None) or e}") from None
+        problem = (getattr(e, "problem", None) or str(e)).splitlines()[0]  # one line
+        raise InputError(loc, f"not valid YAML: {problem}") from None
     return _Validator(path).profile(data)
 
 
