@@ -41,7 +41,7 @@ class UserWorkError(RenderError):
     """--force on an output the user changed or added files to (without --discard-changes)."""
 
     def __init__(self, out: Path, work: UserWork):
-        super().__init__(f"{out}: {work.describe()}; refusing to replace them (--force "
+        super().__init__(f"{out}: {work.describe()}; refusing to replace the package (--force "
                          "--discard-changes replaces the changed files; added files are kept)")
         self.work = work
 
