@@ -244,3 +244,18 @@ def test_valid_user_rules_still_merge(tmp_path):
     r = load_rules(rules)
     assert "build" in r.walk.skip_dirs and ".git" in r.walk.skip_dirs and r.walk.max_file_bytes == 100
     assert r.build.bzl == (BuildListSpec("sub/vars.bzl", ("g*",), ()),)
+
+
+def test_scan_cli_fifo_build_file_warns_and_outside_symlink_exits_2(tmp_path):
+    root = fake_root(tmp_path)
+    os.mkfifo(root / "build_variables.bzl")
+    run = [sys.executable, "-m", "tdev", "scan", str(root), "--no-cache", "--json"]
+    out = subprocess.run(run, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "build_variables.bzl" in out.stdout and "not a regular file" in out.stdout
+    (root / "build_variables.bzl").unlink()
+    (tmp_path / "secret").write_text("x = ['a.cpp']\n")
+    (root / "build_variables.bzl").symlink_to(tmp_path / "secret")
+    out = subprocess.run(run, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr[-2000:]
+    assert "build_variables.bzl" in out.stderr and "outside" in out.stderr
