@@ -2,7 +2,12 @@
 in bounded time with a value, never a hang or a traceback."""
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -62,6 +67,12 @@ def test_bad_integer_literal_is_a_syntax_error(expr):
         ppexpr.parse(expr)
 
 
+@pytest.mark.parametrize("expr, value", [("800", 800), ("010", 8), ("0", 0), ("0x1'F", 31), ("0b1'0", 2),
+                                         ("1'000'000ull", 1000000), ("0XffL", 255), ("07'7", 63)])
+def test_integer_literals(expr, value):
+    assert ppexpr.parse(expr) == ("n", value)
+
+
 @pytest.mark.parametrize("expr", ["09", "0x'", "0b''"])
 def test_bad_integer_literal_region_is_undecidable(expr):
     # the region guarded by a literal cpp rejects is not called CUDA code, and nothing raises
@@ -94,3 +105,97 @@ def test_python_identifier_run_that_is_a_listed_name_still_counts():
 def test_python_other_identifier_runs_are_linear(text):
     _, took = timed(scan_python, text, RULES.python)
     assert took < 2.0, f"{took:.2f} s"
+
+
+# ---------------------------------------------------------------- workers die with the scan
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = Path(f"/proc/{d}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(d))
+    return out
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")  # a zombie has ended; only its exit status is left
+
+
+def _slow_source(n: int) -> str:
+    """A valid C++ file that takes the content scanner seconds (every #if is decided)."""
+    return "// slow\n" + "".join(f"#if defined(USE_CUDA) && X{i} > {i}\nint a{i} = at::cuda::f();\n#endif\n"
+                                  for i in range(n))
+
+
+@pytest.mark.realtree
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_killed_scan_leaves_no_worker(pytorch_tree, tmp_path):
+    # 17.6: a killed scan's workers kept running (one was busy 12 minutes later). A copy of the
+    # real tree (hard links: nothing is written into a linked file) with files that keep a
+    # worker busy for seconds each, so that the workers are mid-file when the scan is killed
+    tree = tmp_path / "pytorch"
+    subprocess.run(["cp", "-al", str(pytorch_tree), str(tree)], check=True)
+    slow = tree / "c10" / "zz_slow"
+    slow.mkdir()
+    for k in range(4):
+        (slow / f"slow{k}.cpp").write_text(_slow_source(50_000))
+    proc = subprocess.Popen([sys.executable, "-m", "tdev", "scan", str(tree), "--no-cache", "-j", "3"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "TDEV_CACHE_DIR": str(tmp_path / "cache")})
+    try:
+        deadline, workers = time.monotonic() + 30, []
+        while len(workers) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+            workers = _children(proc.pid)
+        assert len(workers) == 2, "the scan did not start its workers"
+        # mid-scan: the whole real tree takes the workers about a second of CPU, so past three
+        # they are inside the slow files (about 8 s each)
+        deadline = time.monotonic() + 120
+        while sum(map(_cpu_seconds, workers)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert proc.poll() is None, "the scan ended before it could be killed"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    deadline = time.monotonic() + 3
+    while any(map(_alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [w for w in workers if _alive(w)]
+    for w in left:  # do not leave them to the next test
+        os.kill(w, signal.SIGKILL)
+    assert left == []
+
+
+def test_deep_nesting_and_long_elif_chains_are_linear():
+    # each branch's path condition grew with the depth: 1000 nested groups took 36 s (cubic)
+    nested = HEAD + "".join(f"#if defined(A{i}) || !defined(USE_CUDA)\n" for i in range(5000)) + \
+        "at::cuda::x;\n" + "#endif\n" * 5000
+    chain = HEAD + "#if defined(B)\n" + "".join(f"#elif defined(A{i}) || !defined(USE_CUDA)\nint a{i};\n"
+                                                for i in range(5000)) + "#endif\n"
+    for text in (nested, chain):
+        _, took = timed(scan_cpp, text, RULES.cpp)
+        assert took < 1.0, f"{took:.2f} s"
+
+
+def test_deep_branches_are_undecidable_not_cuda():
+    # past MAX_PATH literals a branch is not called CUDA code; shallower ones still are
+    from tdev.scan.cpp import MAX_PATH
+    src = "#ifdef USE_CUDA\nint a;\n#endif\n" + "".join(f"#if defined(A{i})\n" for i in range(MAX_PATH)) + \
+        "#ifdef USE_CUDA\nint b;\n#endif\n" + "#endif\n" * MAX_PATH
+    assert [(r.start, r.end) for r in find_cuda_regions(src, RULES.cpp.macros)] == [(2, 2)]

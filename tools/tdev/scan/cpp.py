@@ -58,6 +58,10 @@ class Region:
 _DIRECTIVE = re.compile(r"^[^\S\n]*(#)[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b", re.M)
 _OPENERS = ("if", "ifdef", "ifndef")
 _MAX_EXPR = 1000  # longer #if expressions are one unknown (keeps the recursive evaluator shallow)
+# a branch whose path condition has more literals than this (nesting depth plus earlier #elif
+# branches; PyTorch's deepest has 6) is undecidable: not CUDA code, and so are the branches inside
+# it. This bounds the work per directive, so that a file's cost is linear in its directives.
+MAX_PATH = 16
 # comments and literals (which may hide comment markers); every alternative starts with a literal
 # character so that re scans for those characters only. S: '.' crosses lines (continuations).
 # Linear time: each loop is unrolled ("normal* (special normal*)*", where no character can start
@@ -123,11 +127,12 @@ class _NonCode:
 
 class _Branch:
     __slots__ = ("kind", "node", "cond", "open_line", "start", "close_line", "parent", "group",
-                 "path", "mentions", "cuda", "in_cuda")
+                 "index", "path", "mentions", "named", "cuda", "in_cuda")
 
     def __init__(self, kind, node, cond, open_line, start, parent, group):
         self.kind, self.node, self.cond, self.open_line, self.start = kind, node, cond, open_line, start
-        self.parent, self.group, self.close_line = parent, group, 0
+        self.parent, self.group, self.close_line, self.index = parent, group, 0, len(group)
+        self.path: tuple | None = None  # None: undecidable (see MAX_PATH)
 
 
 def _continued(text: str, nl: int) -> bool:
@@ -205,24 +210,35 @@ def _regions(text: str, macros: frozenset[str], noncode: _NonCode | None) -> lis
         group.append(b)
         branches.append(b)
 
+    for b in branches:  # creation order: a parent (and an earlier sibling) is decided first
+        _decide(b, macros)
     out = []
-    for b in branches:  # creation order: a parent is decided before its children
-        p = b.parent
-        b.in_cuda = p is not None and (p.cuda or p.in_cuda)
-        b.cuda = False
-        if b.in_cuda:  # not maximal, and never live without CUDA
-            continue
-        local = [(s.node, False) for s in b.group[:b.group.index(b)] if s.node is not None]
-        if b.node is not None:
-            local.append((b.node, True))
-        b.path = (p.path if p else ()) + tuple(local)
-        b.mentions = (p.mentions if p else False) or any(ppexpr.names(n) & macros for n, _ in local)
-        b.cuda = b.mentions and ppexpr.satisfiable(b.path) and not ppexpr.satisfiable(b.path, macros)
     for b in branches:  # the last branch of a group gets its close_line at the #endif
         if b.cuda and b.group[-1].close_line and b.start <= b.close_line - 1:
-            whole = all(s.cuda or not ppexpr.satisfiable(s.path, macros) for s in b.group)
+            whole = all(s.cuda or (s.path is not None and not ppexpr.satisfiable(s.path, macros))
+                        for s in b.group)
             out.append(Region(b.start, b.close_line - 1, b.open_line, b.close_line, b.cond, whole))
     return out
+
+
+def _decide(b: _Branch, macros: frozenset[str]) -> None:
+    """Set ``b.cuda`` (and its path condition and whether the path names a macro)."""
+    p = b.parent
+    b.in_cuda = p is not None and (p.cuda or p.in_cuda)
+    b.cuda = False
+    prev = b.group[b.index - 1] if b.index else None
+    b.named = bool(b.node is not None and ppexpr.names(b.node) & macros) or (prev is not None and prev.named)
+    if b.in_cuda:  # not maximal, and never live without CUDA
+        return
+    b.mentions = (p.mentions if p else False) or b.named
+    above = p.path if p else ()
+    if above is None or len(above) + b.index + 1 > MAX_PATH:
+        return  # undecidable: not CUDA
+    local = [(s.node, False) for s in b.group[:b.index] if s.node is not None]
+    if b.node is not None:
+        local.append((b.node, True))
+    b.path = above + tuple(local)
+    b.cuda = b.mentions and ppexpr.satisfiable(b.path) and not ppexpr.satisfiable(b.path, macros)
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ def _int(tok: str) -> int:
     try:
         if t[:2] in ("0x", "0b"):
             return int(t[2:], 16 if t[1] == "x" else 2)
-        return int(t, 8) if len(t) > 1 else int(t)
+        return int(t, 8) if t[0] == "0" else int(t)
     except ValueError:  # more decimal digits than int() converts
         raise PPSyntaxError(f"integer literal of {len(t)} digits") from None
 
