@@ -143,3 +143,12 @@ def test_a_build_directory_inside_is_reported_as_one_line(extracted, tmp_path):
     assert "42 unexpected" in r.stdout
     doc = json.loads(_tdev("extract", "--verify", "--out", str(out), "--json").stdout)
     assert len(doc["unexpected"]) == 42
+
+
+def test_a_fifo_as_the_scan_is_refused(extracted, tmp_path):
+    root, _, _ = extracted
+    os.mkfifo(tmp_path / "scan.json")
+    r = _tdev("extract", str(root), "--scan", str(tmp_path / "scan.json"), "--out", str(tmp_path / "o"),
+              timeout=20)
+    _one_line_exit_2(r)
+    assert "not a regular file" in r.stderr

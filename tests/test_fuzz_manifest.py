@@ -40,7 +40,7 @@ def _deep(n: int, leaf: object = 1) -> object:
 
 
 VALUES = st.one_of(SCALARS, st.lists(SCALARS, max_size=3), st.dictionaries(st.text(max_size=5), SCALARS, max_size=3),
-                   st.integers(min_value=1, max_value=3000).map(_deep))
+                   st.integers(min_value=1, max_value=300).map(_deep))  # deeper: the "nest" tail
 
 
 @pytest.fixture(scope="module")

@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
     from tdev.fsutil import PathEscapeError
 
     try:  # everything that can refuse without a plan, before the slow work
-        _preflight(args, preflight)
-        plan = _plan(args, UserError)
+        layout = _preflight(args, preflight)
+        plan = _plan(args, layout, UserError)
     except (OutputError, PathEscapeError) as e:
         raise UserError(str(e)) from None
     except LocalChanges as e:
@@ -102,16 +102,17 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _preflight(args, preflight) -> None:
+def _preflight(args, preflight):
     """Refuse what needs no plan at once (the scan and plan take seconds): the root, the layout,
-    an output tdev may not replace or one with edited files, a checkout --in-tree cannot use."""
+    an output tdev may not replace or one with edited files, a checkout --in-tree cannot use.
+    Returns the layout."""
     from tdev.cli.main import UserError
     from tdev.extract.layout import LayoutError, load_layout
     from tdev.scan.scanner import ScanInputError, check_root
 
     try:
         check_root(args.root)
-        args.layout_loaded = load_layout(args.layout)
+        layout = load_layout(args.layout)
     except (LayoutError, ScanInputError) as e:
         raise UserError(str(e)) from None
     if args.in_tree:
@@ -124,6 +125,7 @@ def _preflight(args, preflight) -> None:
             raise UserError(str(e)) from None
     elif not args.dry_run:
         preflight(args.out or DEFAULT_OUT, args.discard_changes)
+    return layout
 
 
 def _refused(args, e, code: int) -> int:
@@ -140,23 +142,31 @@ def _refused(args, e, code: int) -> int:
 
 def _shown(text: str) -> str:
     """A path (or line naming one) printable on any terminal: undecodable bytes as escapes."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that is not an escaped byte
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _plan(args, UserError):
+def _plan(args, layout, UserError):
     from tdev.cli.progress import Progress, StagedProgress
-    from tdev.extract.layout import LayoutError, load_layout
+    from tdev.extract.layout import LayoutError
     from tdev.extract.plan import make_plan
     from tdev.scan.model import ScanResult
     from tdev.scan.scanner import ScanInputError, check_root, scan
 
     try:
-        layout = getattr(args, "layout_loaded", None) or load_layout(args.layout)
         root = check_root(args.root)
         if args.scan is not None:
+            from tdev.docread import BadInput, load_json
+
+            try:  # through docread: a FIFO, a huge or deeply nested file is bad input too
+                doc = load_json(args.scan, what="the scan")
+            except BadInput as e:
+                raise UserError(f"{e.where}: cannot use this scan ({e.problem})") from None
             try:
-                result = ScanResult.from_json(json.loads(args.scan.read_text(encoding="utf-8")))
-            except (OSError, ValueError, KeyError, TypeError) as e:
+                result = ScanResult.from_json(doc)
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
                 raise UserError(f"{args.scan}: cannot use this scan ({e})") from None
         else:
             bar = Progress("scanning")
