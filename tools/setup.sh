@@ -28,6 +28,8 @@ python3 -c 'import torch' 2>/dev/null || { log "pip install torch==2.13.0"; pyth
 # nvml.h for c10/cuda/driver_api.h (the CUDA toolkit here ships no NVML headers)
 python3 -c 'import nvidia, glob, sys; sys.exit(not any(glob.glob(p + "/*/include/nvml.h") for p in nvidia.__path__))' 2>/dev/null \
   || { log "pip install nvidia-nvml-dev==13.0.87"; python3 -m pip install -q nvidia-nvml-dev==13.0.87 >&2; }
+# nccl.h + libnccl for the generated cuda package's c10d backend (the CUDA toolkit here ships no NCCL)
+python3 -c 'import nvidia.nccl' 2>/dev/null || { log "pip install nvidia-nccl-cu13==2.32.3"; python3 -m pip install -q --no-deps nvidia-nccl-cu13==2.32.3 >&2; }
 log "pip install -e .[test]"
 python3 -m pip install -q -e '.[test]' >&2
 log "ready: $(command -v tdev)"

@@ -10,6 +10,7 @@ validated; a problem is one :class:`ProfileError` line naming the file and the k
 from __future__ import annotations
 
 import difflib
+import dataclasses
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,10 +19,11 @@ from typing import Any
 from tdev.docread import BadInput, load_yaml
 
 from . import validate as v
+from .collectives_api import Collectives, parse_collectives
 from .runtime_api import Call, Declarations, parse_calls, parse_declarations
 
 TOP_KEYS = {"vendor", "description", "device", "package", "env_prefix", "sdk", "build",
-            "runtime", "vendor_kernels", "amp", "routing"}
+            "runtime", "vendor_kernels", "amp", "routing", "collectives"}
 ROUTE_BACKENDS = ("flaggems", "vendor", "cpu")
 AMP_DTYPES = ("float16", "bfloat16")
 VENDOR_KEYS = ("CPU", "CUDA")  # dispatch keys "vendor" routes may present tensors as
@@ -55,6 +57,7 @@ class Runtime:
     calls: dict[str, Call]
     init: tuple[Call, ...]
     declarations: Declarations
+    collectives: Collectives | None = None  # the c10d backend's library (collectives_api.py)
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,8 @@ def parse_profile(path: Path, d: dict) -> VendorProfile:
                                            "declarations"}), fail, get, section)
     if sdk.simulator and runtime.header != SIMULATOR_HEADER:
         raise fail("runtime.header", f"the bundled simulator provides {SIMULATOR_HEADER}")
+    runtime = dataclasses.replace(runtime, collectives=parse_collectives(
+        d.get("collectives"), "collectives", fail))
     return VendorProfile(
         path=path, vendor=vendor,
         description=get(v.text, "description", d, "description", vendor),

@@ -98,6 +98,7 @@ class Call:
     locals: tuple[str, ...]  # "T name{};" for each out-parameter
     ok: str
     complete: str | None  # out_status value meaning "done" (queries with an out-parameter)
+    placeholders: tuple[str, ...] = ()  # the placeholders the call passes, in order
 
     @property
     def expr(self) -> str:
@@ -185,7 +186,9 @@ def parse_calls(d: Any, key: str, decls: Declarations, status_type: str, success
 
 
 def _call(op: str, spec: Any, key: str, placeholders: tuple[frozenset[str], frozenset[str]],
-          decls: Declarations, status_type: str, success: str, fail: Fail) -> Call:
+          decls: Declarations, status_type: str, success: str, fail: Fail,
+          text_ops: tuple[str, ...] = ("error_string",)) -> Call:
+    """One call of ``op``: checked against its declaration; ``text_ops`` return text."""
     spec = _mapping(spec, key, fail, {"fn", "args", "also_ok", "complete"})
     fn = _check(v.identifier, spec.get("fn"), f"{key}.fn", fail)
     func = decls.functions.get(fn)
@@ -232,7 +235,7 @@ def _call(op: str, spec: Any, key: str, placeholders: tuple[frozenset[str], froz
     missing = required - used
     if missing:
         raise fail(f"{key}.args", f"{op} must pass {', '.join(sorted(missing))}")
-    want = TEXT_RETURN if op == "error_string" else status_type
+    want = TEXT_RETURN if op in text_ops else status_type
     if func.returns != want:
         raise fail(f"{key}.fn", f"{fn} returns {func.returns!r}; {op} needs {want!r}")
     also = spec.get("also_ok", [])
@@ -249,7 +252,8 @@ def _call(op: str, spec: Any, key: str, placeholders: tuple[frozenset[str], froz
         _constant(complete, f"{key}.complete", constants, fail)
     elif complete is not None:
         raise fail(f"{key}.complete", "only a query with out_status takes 'complete'")
-    return Call(op, fn, tuple(exprs), tuple(locals_), ok, complete)
+    return Call(op, fn, tuple(exprs), tuple(locals_), ok, complete,
+                tuple(a for a in args if isinstance(a, str) and a in used))
 
 
 def _constant(c: Any, key: str, constants: set[str], fail: Fail) -> str:
@@ -276,3 +280,9 @@ def _check(check, value: Any, key: str, fail: Fail):
         return check(value)
     except ValueError as e:
         raise fail(key, str(e)) from None
+
+
+# the pieces other API sections (collectives_api) reuse
+parse_call = _call
+mapping = _mapping
+check_value = _check
