@@ -153,8 +153,9 @@ def test_killed_scan_leaves_no_worker(pytorch_tree, tmp_path):
     subprocess.run(["cp", "-al", str(pytorch_tree), str(tree)], check=True)
     slow = tree / "c10" / "zz_slow"
     slow.mkdir()
-    for k in range(4):
-        (slow / f"slow{k}.cpp").write_text(_slow_source(50_000))
+    (slow / "slow0.cpp").write_text(_slow_source(150_000))  # 11 MB, about 10 s of CPU
+    for k in range(1, 6):
+        os.link(slow / "slow0.cpp", slow / f"slow{k}.cpp")
     proc = subprocess.Popen([sys.executable, "-m", "tdev", "scan", str(tree), "--no-cache", "-j", "3"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "TDEV_CACHE_DIR": str(tmp_path / "cache")})
@@ -164,10 +165,10 @@ def test_killed_scan_leaves_no_worker(pytorch_tree, tmp_path):
             time.sleep(0.02)
             workers = _children(proc.pid)
         assert len(workers) == 2, "the scan did not start its workers"
-        # mid-scan: the whole real tree takes the workers about a second of CPU, so past three
-        # they are inside the slow files (about 8 s each)
+        # mid-scan: the whole real tree takes the workers about a second of CPU, so past four
+        # they are inside the slow files
         deadline = time.monotonic() + 120
-        while sum(map(_cpu_seconds, workers)) < 3 and time.monotonic() < deadline:
+        while sum(map(_cpu_seconds, workers)) < 4 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert proc.poll() is None, "the scan ended before it could be killed"
     finally:

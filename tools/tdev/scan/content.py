@@ -84,12 +84,30 @@ def _analyses() -> dict[str, Callable]:
 
 
 # worker-process state, set once by the pool initializer (inherited on fork)
-_W: tuple[str, Rules] | None = None
+_W: tuple[str, Rules, int] | None = None
 
 
-def _init_worker(absroot: str, rules: Rules) -> None:
+def _die_with(parent: int) -> None:
+    """End this worker when ``parent`` ends, even in the middle of a file: the kernel sends
+    SIGKILL when the parent dies (Linux, PR_SET_PDEATHSIG), and a parent that died before that
+    was set is seen by its pid (the worker was handed to another process)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass  # no prctl: the pid checks below and in _work remain
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _init_worker(absroot: str, rules: Rules, parent: int) -> None:
     global _W
-    _W = (absroot, rules)
+    _die_with(parent)
+    _W = (absroot, rules, parent)
     # parse trees are freed by reference counting; the cyclic collector would only walk them
     gc.disable()
     _analyses()  # import the analyses now, not in the first batch
@@ -97,7 +115,9 @@ def _init_worker(absroot: str, rules: Rules) -> None:
 
 def _work(batch: list[Job]) -> list[Result]:
     assert _W is not None
-    absroot, rules = _W
+    absroot, rules, parent = _W
+    if os.getppid() != parent:  # the scan is gone (where the kernel cannot say so)
+        os._exit(1)
     return [scan_file(absroot, j, rules) for j in batch]
 
 
@@ -130,7 +150,8 @@ class Reader:
             import multiprocessing as mp
 
             ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-            self.pool = ctx.Pool(self.n_jobs - 1, initializer=_init_worker, initargs=(self.absroot, self.rules))
+            self.pool = ctx.Pool(self.n_jobs - 1, initializer=_init_worker,
+                                 initargs=(self.absroot, self.rules, os.getpid()))
 
     def add(self, job: Job) -> None:
         self.open.append(job)
