@@ -42,9 +42,7 @@ def shipped_series_dir() -> Path:
 
 
 def parse_series_file(path: Path) -> list[SeriesEntry]:
-    if not os.path.lexists(path):
-        raise PatchFormatError(f"{path}: no such file")
-    text = _read(read_text, path, "series file")
+    text = _read(read_text, path, "series file", missing=f"{path}: no such file")
     entries: list[SeriesEntry] = []
     seen: set[str] = set()
     for lineno, raw in enumerate(text.splitlines(), 1):
@@ -80,20 +78,22 @@ def _strip_level(value: str, path: Path, lineno: int) -> int:
     return int(value)
 
 
-def _read(reader, path: Path, what: str):
+def _read(reader, path: Path, what: str, missing: str = ""):
     """``reader(path)`` (a tdev.docread reader): regular files only, so a FIFO cannot hang the
-    run; any problem is this area's bad-input error."""
+    run; any problem is this area's bad-input error (``missing``, where given, when there is
+    no such file)."""
     try:
         return reader(path, what=what)
     except BadInput as e:
+        if missing and not os.path.lexists(path):
+            raise PatchFormatError(missing) from None
         raise PatchFormatError(str(e)) from None
 
 
 def load_patch(path: Path, name: str | None = None, *, strip: int = 1, reverse: bool = False,
                where: str = "") -> Patch:
-    if not os.path.lexists(path):
-        raise PatchFormatError(f"{where + ': ' if where else ''}{path}: no such patch file")
-    text = decode(_read(read_regular, path, "patch file"))
+    text = decode(_read(read_regular, path, "patch file",
+                        missing=f"{where + ': ' if where else ''}{path}: no such patch file"))
     header, files = parse_diff(text, strip=strip, source=str(path))
     meta = parse_meta(header)
     try:
