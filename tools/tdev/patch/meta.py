@@ -45,10 +45,6 @@ FIELD_ORDER = ("Description", "Why", "Upstream", "Applies-To")
 class VersionSpecError(PatchFormatError):
     """An Applies-To range or a version that cannot be read (bad input, exit 2)."""
 
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.args = (message,)
-
 
 def parse_meta(text: str) -> PatchMeta:
     fields: dict[str, str] = {}
