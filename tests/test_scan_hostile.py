@@ -2,10 +2,12 @@
 in bounded time with a value, never a hang or a traceback."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -200,3 +202,64 @@ def test_deep_branches_are_undecidable_not_cuda():
     src = "#ifdef USE_CUDA\nint a;\n#endif\n" + "".join(f"#if defined(A{i})\n" for i in range(MAX_PATH)) + \
         "#ifdef USE_CUDA\nint b;\n#endif\n" + "#endif\n" * MAX_PATH
     assert [(r.start, r.end) for r in find_cuda_regions(src, RULES.cpp.macros)] == [(2, 2)]
+
+
+# ---------------------------------------------------------------- FIFOs and file names
+def _tree(tmp_path: Path) -> Path:
+    root = tmp_path / "pytorch"
+    for d in ("torch", "aten/src", "c10/core"):
+        (root / d).mkdir(parents=True)
+    (root / "torch" / "a.py").write_text("import torch\n")
+    return root
+
+
+def _tdev(*args: str, cache: Path, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tdev", *args], capture_output=True, timeout=timeout,
+                          env={**os.environ, "TDEV_CACHE_DIR": str(cache),
+                               "PYTHONIOENCODING": "utf-8:strict"})  # as in a UTF-8 locale
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs")
+def test_fifos_in_the_tree_are_reported_not_read(tmp_path):
+    # 17.10: a FIFO must not hang the scan; it is named as a warning
+    root = _tree(tmp_path)
+    os.mkfifo(root / "c10" / "core" / "pipe.cpp")
+    os.mkfifo(root / "torch" / "pipe.py")
+    os.symlink("pipe.cpp", root / "c10" / "core" / "link.cpp")
+    out = _tdev("scan", str(root), "--json", cache=tmp_path / "cache")
+    assert out.returncode == 0, out.stderr
+    warnings = {w["path"]: w["message"] for w in json.loads(out.stdout)["warnings"]}
+    for p in ("c10/core/pipe.cpp", "torch/pipe.py", "c10/core/link.cpp"):
+        assert warnings[p] == "FIFO, not a regular file; not read"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs")
+def test_reader_does_not_block_on_a_fifo_put_in_place_after_the_walk(tmp_path):
+    from tdev.scan.content import read_text
+    fifo = tmp_path / "late.cpp"
+    os.mkfifo(fifo)
+    got: list = []
+    t = threading.Thread(target=lambda: got.append(read_text(str(fifo), 10, 1000)), daemon=True)
+    t.start()
+    t.join(3)
+    if t.is_alive():  # blocked in open(): a writer releases it
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert got == [(None, "not a regular file; not read")]
+
+
+def test_file_names_that_are_not_utf8_round_trip(tmp_path):
+    # a name with invalid UTF-8 broke --json, --list, -o and the summary (UnicodeEncodeError)
+    root = _tree(tmp_path)
+    name = b"c10/core/caf\xe9\xff.cpp"
+    (root / os.fsdecode(name)).write_bytes(b"#ifdef USE_CUDA\nint x;\n#endif\n")
+    cache = tmp_path / "cache"
+    doc = _tdev("scan", str(root), "--json", cache=cache)
+    assert doc.returncode == 0, doc.stderr
+    paths = [f["path"] for f in json.loads(doc.stdout)["files"]]
+    assert [os.fsencode(p) for p in paths] == [name]  # surrogateescape: the bytes come back
+    listed = _tdev("scan", str(root), "--list", cache=cache)
+    assert listed.returncode == 0 and listed.stdout == name + b"\n"
+    summary = _tdev("scan", str(root), "-o", str(tmp_path / "out.json"), cache=cache)
+    assert summary.returncode == 0, summary.stderr
+    saved = json.loads((tmp_path / "out.json").read_text())
+    assert [os.fsencode(f["path"]) for f in saved["files"]] == [name]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -48,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
     from tdev.scan.rules import RulesError, load_rules
     from tdev.scan.scanner import ScanInputError, scan
 
+    if hasattr(sys.stdout, "reconfigure"):  # file names that are not UTF-8 print as their bytes
+        sys.stdout.reconfigure(errors="surrogateescape")
     try:
         rules = load_rules(args.rules)
         bar = Progress("scanning")
@@ -58,9 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.kind:
         result.files = [f for f in result.files if f.kind == args.kind]
     if args.output:
-        from tdev.fsutil import atomic_write_text
-
-        atomic_write_text(args.output, json.dumps(result.to_json(), indent=1) + "\n")
+        write_output(args.output, json.dumps(result.to_json(), indent=1) + "\n")
     if args.json:
         json.dump(result.to_json(), sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -75,6 +76,28 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if args.fail_on_warnings and result.warnings else EXIT_OK
 
 
+def write_output(path: Path, text: str) -> None:
+    """Write ``text`` atomically, with the mode any new file gets (0666 less the umask; the
+    temporary file it is renamed from is 0600)."""
+    from tdev.fsutil import atomic_write_text
+
+    atomic_write_text(path, text)
+    os.chmod(path, 0o666 & ~_umask())
+
+
+def _umask() -> int:
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:  # Linux: read without setting it
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def render_summary(result) -> None:
     s = result.summary()
     rows = [(top, c["cuda"], c["mixed"]) for top, c in s["by_top_level"].items()]
@@ -84,9 +107,13 @@ def render_summary(result) -> None:
     for top, cuda, mixed in rows:
         print(f"{top:<{w}}  {cuda:>6}  {mixed:>6}")
     print(f"{'total':<{w}}  {s['cuda']:>6}  {s['mixed']:>6}")
-    print(f"{s['files_scanned']} files scanned in {s['seconds']:.2f} s "
-          f"({s['cache_hits']} from cache), {s['warnings']} warnings")
-    nested = s.get("nested_repositories") or []
-    if nested:
-        shown = ", ".join(nested[:5]) + (f" and {len(nested) - 5} more" if len(nested) > 5 else "")
-        print(f"not scanned: {len(nested)} repositories nested in the tree (git submodules): {shown}")
+    print(f"{s['files_scanned']} files scanned in {s['seconds']:.2f} s; code files: {s['cache_hits']} "
+          f"unchanged (evidence from the cache), {s['files_read']} read; {s['warnings']} warnings")
+    _not_scanned(s["nested_repositories"], "repositories nested in the tree (git submodules)")
+    _not_scanned(s["nested_extractions"], "tdev extractions in the tree (copies, not PyTorch's code)")
+
+
+def _not_scanned(paths: list[str], what: str) -> None:
+    if paths:
+        shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+        print(f"not scanned: {len(paths)} {what}: {shown}")

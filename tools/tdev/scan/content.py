@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import os
+import stat
 import sys
 import threading
 from collections import deque
@@ -32,11 +33,13 @@ class Job(NamedTuple):
 
 def read_text(path: str, size: int, max_bytes: int) -> tuple[str | None, str | None]:
     """(text, warning) of a file expected to hold ``size`` bytes; text None when not read."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
+    try:  # O_NONBLOCK: a FIFO put in the file's place since the walk does not block the open
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
         return None, f"cannot read ({e.strerror})"
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None, "not a regular file; not read"
         data = os.read(fd, min(size, max_bytes) + 1)
         if len(data) > size:  # it grew since the walk: read on, to one byte past the limit
             parts, n = [data], len(data)

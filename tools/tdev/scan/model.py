@@ -81,8 +81,10 @@ class ScanResult:
     files_scanned: int
     warnings: list[ScanWarning] = field(default_factory=list)
     seconds: float = 0.0
-    cache_hits: int = 0
+    cache_hits: int = 0  # code files whose content evidence came from the cache
+    files_read: int = 0  # code files whose content was read and scanned in this run
     nested_repositories: list[str] = field(default_factory=list)  # not scanned (submodules)
+    nested_extractions: list[str] = field(default_factory=list)  # not scanned (tdev extract output)
 
     def by_kind(self, kind: Kind) -> list[FileFinding]:
         return [f for f in self.files if f.kind == kind]
@@ -100,7 +102,9 @@ class ScanResult:
             "by_top_level": dict(sorted(per_top.items())),
             "seconds": round(self.seconds, 3),
             "cache_hits": self.cache_hits,
+            "files_read": self.files_read,
             "nested_repositories": list(self.nested_repositories),
+            "nested_extractions": list(self.nested_extractions),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -123,5 +127,6 @@ class ScanResult:
             files=[FileFinding.from_json(f) for f in d["files"]],
             files_scanned=int(d.get("summary", {}).get("files_scanned", 0)),
             nested_repositories=list(d.get("summary", {}).get("nested_repositories", [])),
+            nested_extractions=list(d.get("summary", {}).get("nested_extractions", [])),
             warnings=[ScanWarning(w["path"], w["message"]) for w in d.get("warnings", [])],
         )

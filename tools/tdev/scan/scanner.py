@@ -46,7 +46,8 @@ def _build_evidence(root: Path, rules: Rules, paths: list[str], cache: ScanCache
     the tree has the same set of paths (globs depend on it)."""
     from .buildfiles import evaluate_build_files  # imported here: the workers start without it
 
-    listing = hashlib.sha256("\0".join(paths).encode()).hexdigest()
+    # paths are file names as os.scandir decodes them (UTF-8, surrogateescape): encode them back
+    listing = hashlib.sha256("\0".join(paths).encode("utf-8", "surrogateescape")).hexdigest()
     if cache is not None and cache.build is not None:
         idents, ev = cache.build
         if idents.get("\0paths") == listing and all(
@@ -109,7 +110,9 @@ def scan(root: str | Path, rules: Rules | None = None, *, jobs: int | None = Non
         # 1. walk; the files no name rule claims go to the reader at once
         maybe_named = file_name_evidence_possible(rules.names)
         nested: list[str] | None = [] if rules.walk.skip_nested_repos else None
-        for rel, files in walk_dirs(root, rules.walk.skip_dirs, nested):
+        irregular: list[tuple[str, str]] = []
+        extractions: list[str] = []
+        for rel, files in walk_dirs(root, rules.walk.skip_dirs, nested, irregular, extractions):
             dir_ev = dir_evidence(rel[:-1], rules.names)
             cut = len(rel)
             for e in files:
@@ -161,8 +164,9 @@ def scan(root: str | Path, rules: Rules | None = None, *, jobs: int | None = Non
             del cache.files[gone]
         cache.save(cache_file)
     warnings.extend(ScanWarning(w.path, w.message) for w in build.warnings)
+    warnings.extend(ScanWarning(path, f"{kind}, not a regular file; not read") for path, kind in irregular)
     warnings.sort(key=lambda w: w.path)
     return ScanResult(root=str(root), torch_version=read_version(root), files=findings,
                       files_scanned=len(entries), warnings=warnings,
-                      seconds=time.perf_counter() - t0, cache_hits=hits,
-                      nested_repositories=sorted(nested or ()))
+                      seconds=time.perf_counter() - t0, cache_hits=hits, files_read=reader.total,
+                      nested_repositories=sorted(nested or ()), nested_extractions=sorted(extractions))

@@ -2,12 +2,19 @@
 through symlinked directories, skip-listed directories never entered, and (unless asked
 otherwise) no repository nested in the tree: a directory below the root that has a ``.git`` of
 its own is another project (a git submodule such as third_party/cutlass in a full checkout),
-not PyTorch's code; its path is reported instead."""
+not PyTorch's code; its path is reported instead. Likewise a tdev extraction inside the tree (a
+directory below the root whose ``MANIFEST.json`` says ``"tool": "tdev extract"``, such as the
+``third_device/torch_cuda`` that ``tdev extract .`` writes) is a copy, not PyTorch's code."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import NamedTuple
+
+from tdev.docread import BadInput, load_json
+
+EXTRACTION_TOOL = "tdev extract"  # the "tool" of a MANIFEST.json that tdev extract wrote
 
 
 class FileEntry(NamedTuple):  # a tuple: 15,000 of them are made per scan
@@ -19,6 +26,20 @@ class FileEntry(NamedTuple):  # a tuple: 15,000 of them are made per scan
     @property
     def identity(self) -> tuple[int, int, int]:
         return (self.size, self.mtime_ns, self.ino)
+
+
+def _irregular_kind(mode: int) -> str:
+    return ("FIFO" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode) else
+            "device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+
+
+def is_extraction(manifest: str) -> bool:
+    """Does ``manifest`` (a MANIFEST.json) say that tdev extract wrote its directory?"""
+    try:
+        doc = load_json(manifest, what="manifest")
+    except BadInput:
+        return False
+    return isinstance(doc, dict) and doc.get("tool") == EXTRACTION_TOOL
 
 
 def walk_tree(root: Path, skip_dirs: frozenset[str],
@@ -37,9 +58,14 @@ def walk_tree(root: Path, skip_dirs: frozenset[str],
 _new = tuple.__new__  # FileEntry(...) without its Python-level __new__
 
 
-def walk_dirs(root: Path, skip_dirs: frozenset[str], nested: list[str] | None = None):
+def walk_dirs(root: Path, skip_dirs: frozenset[str], nested: list[str] | None = None,
+              irregular: list[tuple[str, str]] | None = None, extractions: list[str] | None = None):
     """Yield (relative directory with a trailing "/", or "" for the root; its files) for every
-    directory under ``root``, in no particular order (see walk_tree)."""
+    directory under ``root``, in no particular order (see walk_tree). Entries that are neither
+    directories nor regular files (FIFOs, sockets, devices, links to them) are never opened;
+    with ``irregular`` (a list), (path, kind) of each is appended to it. Dangling links are
+    skipped silently. With ``extractions`` (a list), tdev extractions nested in the tree are not
+    entered and their paths are appended to it."""
     stack = [("", str(root))]
     while stack:
         rel, absdir = stack.pop()
@@ -49,25 +75,32 @@ def walk_dirs(root: Path, skip_dirs: frozenset[str], nested: list[str] | None = 
             continue
         files: list[FileEntry] = []
         subdirs: list[tuple[str, str]] = []
-        own_repo = False
+        own_repo, manifest = False, ""
         with it:
             for e in it:
                 name = e.name
                 if name == ".git" and rel and nested is not None:
                     own_repo = True
+                elif name == "MANIFEST.json" and rel and extractions is not None:
+                    manifest = e.path
                 try:
                     if e.is_dir(follow_symlinks=False):
                         if name not in skip_dirs:
                             subdirs.append((f"{rel}{name}/", e.path))
                         continue
-                    if not e.is_file():
-                        continue
                     st = e.stat()
+                    if not stat.S_ISREG(st.st_mode):
+                        if irregular is not None:
+                            irregular.append((rel + name, _irregular_kind(st.st_mode)))
+                        continue
                 except OSError:
                     continue
                 files.append(_new(FileEntry, (rel + name, st.st_size, st.st_mtime_ns, st.st_ino)))
         if own_repo:
             nested.append(rel[:-1])  # type: ignore[union-attr]
+            continue
+        if manifest and is_extraction(manifest):
+            extractions.append(rel[:-1])  # type: ignore[union-attr]
             continue
         stack += subdirs
         yield rel, files
