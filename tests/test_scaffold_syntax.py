@@ -4,6 +4,7 @@ code's consistency with the profile, NOT with the vendor SDK; for cuda and sim, 
 headers are here, the profile's declarations are also checked against those headers."""
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
 import subprocess
@@ -18,6 +19,20 @@ pytestmark = pytest.mark.slow
 
 CUDA_INCLUDE = next((p for p in (Path("/usr/local/cuda/include"),) if
                      (p / "cuda_runtime_api.h").is_file()), None)
+
+
+def _nccl_include() -> Path | None:
+    """nccl.h of the nvidia-nccl-cu* wheel (tools/setup.sh installs it), if installed."""
+    try:
+        spec = importlib.util.find_spec("nvidia.nccl")
+    except ImportError:
+        return None
+    roots = spec.submodule_search_locations or [] if spec else []
+    return next((Path(r) / "include" for r in roots if (Path(r) / "include/nccl.h").is_file()),
+                None)
+
+
+NCCL_INCLUDE = _nccl_include()
 
 ACME = """
 # A chip added as data only: its own names, a copy with the size last, a stream query by
@@ -130,23 +145,28 @@ def test_the_check_fails_when_the_code_does_not_fit_the_declared_api(tmp_path):
     assert not result.ok and "HAL.cpp" in failures(result)
 
 
-def redeclare_against(real_header: str, declared: Path, include: Path, tmp_path: Path):
+def redeclare_against(real_header: str, declared: Path, include: Path, tmp_path: Path,
+                      more: tuple[tuple[str, Path], ...] = ()):
     """Compiles the profile's function declarations after the real header: C++ refuses a
     redeclaration whose parameter or return types differ."""
     decls = [line for line in declared.read_text().splitlines()
              if re.match(r"^[A-Za-z_].*\(.*\);$", line) and not line.startswith(("typedef", "static"))]
     assert len(decls) >= 20
     unit = tmp_path / "redeclare.cpp"
-    unit.write_text(f"#include <{real_header}>\nextern \"C\" {{\n" + "\n".join(decls) + "\n}\n")
+    headers = "".join(f"#include <{h}>\n" for h in [real_header, *(h for h, _ in more)])
+    unit.write_text(headers + "extern \"C\" {\n" + "\n".join(decls) + "\n}\n")
     return subprocess.run([shutil.which("g++") or "g++", "-std=c++20", "-fsyntax-only",
-                           f"-I{include}", str(unit)], capture_output=True, text=True)
+                           *(f"-I{i}" for i in [include, *(d for _, d in more)]), str(unit)],
+                          capture_output=True, text=True)
 
 
-@pytest.mark.skipif(CUDA_INCLUDE is None, reason="no CUDA toolkit here")
+@pytest.mark.skipif(CUDA_INCLUDE is None or NCCL_INCLUDE is None,
+                    reason="no CUDA toolkit or no NCCL (tools/setup.sh installs nvidia-nccl-cu13)")
 def test_cuda_profile_declarations_match_the_real_cuda_runtime_header(tmp_path):
     r = scaffold("cuda", out=tmp_path / "cuda")
+    # the declared header holds the collectives: section's NCCL declarations too
     p = redeclare_against("cuda_runtime_api.h", r.out / "csrc/runtime/declared_api/cuda_runtime_api.h",
-                          CUDA_INCLUDE, tmp_path)
+                          CUDA_INCLUDE, tmp_path, more=(("nccl.h", NCCL_INCLUDE),))
     assert p.returncode == 0, p.stderr
     result = syntax_check(r.out, only=("HAL.cpp",), env={"CUDA_HOME": str(CUDA_INCLUDE.parent)})
     assert result.against == "sdk" and result.ok, failures(result)
