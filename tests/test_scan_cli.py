@@ -170,3 +170,64 @@ def test_git_submodules_are_other_projects(mini_tree, tmp_path):
     extra.write_text("walk:\n  skip_nested_repos: false\n")
     every = tdev("scan", str(mini_tree), "--json", "--no-cache", "--rules", str(extra))
     assert "third_party/cutlass/include/gemm.cu" in {f["path"] for f in json.loads(every.stdout)["files"]}
+
+
+def test_output_file_honours_the_umask(mini_tree, tmp_path):
+    # 15.10: -o wrote mode 0600 (the temporary file's) whatever the umask
+    out = tmp_path / "scan.json"
+    old = os.umask(0o022)
+    try:
+        r = tdev("scan", str(mini_tree), "-o", str(out), env={"TDEV_CACHE_DIR": str(tmp_path / "c")})
+    finally:
+        os.umask(old)
+    assert r.returncode == 0, r.stderr
+    assert out.stat().st_mode & 0o777 == 0o644
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".scan.json")]  # no temp left
+
+
+def test_summary_says_what_the_cache_count_means(mini_tree, tmp_path):
+    # 15.10: a warm scan said "(4 from cache)" of 10 files, which read like a half-missed cache
+    env = {"TDEV_CACHE_DIR": str(tmp_path / "c")}
+    cold = tdev("scan", str(mini_tree), env=env)
+    warm = tdev("scan", str(mini_tree), env=env)
+    doc = json.loads(tdev("scan", str(mini_tree), "--json", env=env).stdout)["summary"]
+    code = doc["cache_hits"]
+    assert code > 0 and doc["files_read"] == 0 and code < doc["files_scanned"]
+    assert f"code files: 0 unchanged (evidence from the cache), {code} read;" in cold.stdout
+    assert f"code files: {code} unchanged (evidence from the cache), 0 read;" in warm.stdout
+
+
+def test_extraction_in_the_tree_is_not_scanned(mini_tree, tmp_path):
+    # 15.7: a tdev extraction inside the tree (its MANIFEST.json names the tool) is skipped and
+    # named, like a nested repository; another directory's MANIFEST.json means nothing
+    ext = mini_tree / "third_device" / "torch_cuda"
+    (ext / "aten").mkdir(parents=True)
+    (ext / "aten" / "Add.cu").write_text("__global__ void k() {}\n")
+    (ext / "MANIFEST.json").write_text(json.dumps({"schema": 1, "tool": "tdev extract", "files": []}))
+    other = mini_tree / "torch" / "data"
+    other.mkdir()
+    (other / "MANIFEST.json").write_text(json.dumps({"tool": "something else"}))
+    (other / "k.cu").write_text("__global__ void k() {}\n")
+    res = scan(mini_tree, cache_dir=tmp_path)
+    paths = {f.path for f in res.files}
+    assert "torch/data/k.cu" in paths and not [p for p in paths if p.startswith("third_device/")]
+    assert res.nested_extractions == ["third_device/torch_cuda"]
+    text = tdev("scan", str(mini_tree), env={"TDEV_CACHE_DIR": str(tmp_path)}).stdout
+    assert "not scanned: 1 tdev extractions in the tree (copies, not PyTorch's code): " \
+           "third_device/torch_cuda" in text
+
+
+@pytest.mark.realtree
+def test_real_extraction_inside_the_real_tree(pytorch_tree, tmp_path):
+    # 15.7 as a user meets it: `cd pytorch && tdev extract . && tdev scan .` counted 1853 cuda files
+    tree = tmp_path / "pytorch"
+    subprocess.run(["cp", "-al", str(pytorch_tree), str(tree)], check=True)  # links: never written
+    env = {"TDEV_CACHE_DIR": str(tmp_path / "cache")}
+    before = json.loads(tdev("scan", str(tree), "--json", env=env).stdout)["summary"]
+    ext = subprocess.run([sys.executable, "-m", "tdev", "extract", "."], cwd=tree, capture_output=True,
+                         text=True, env={**os.environ, **env})
+    assert ext.returncode == 0, ext.stderr
+    assert (tree / "third_device" / "torch_cuda" / "MANIFEST.json").is_file()
+    after = json.loads(tdev("scan", str(tree), "--json", env=env).stdout)["summary"]
+    assert before["cuda"] == after["cuda"] == 954 and before["mixed"] == after["mixed"]
+    assert after["nested_extractions"] == ["third_device/torch_cuda"]
