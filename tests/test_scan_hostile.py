@@ -263,3 +263,12 @@ def test_file_names_that_are_not_utf8_round_trip(tmp_path):
     assert summary.returncode == 0, summary.stderr
     saved = json.loads((tmp_path / "out.json").read_text())
     assert [os.fsencode(f["path"]) for f in saved["files"]] == [name]
+
+
+def test_links_to_directories_are_not_warned_about(tmp_path):
+    root = _tree(tmp_path)
+    os.symlink("../torch", root / "c10" / "core" / "linked")
+    os.symlink("missing", root / "c10" / "core" / "dangling.cpp")
+    out = _tdev("scan", str(root), "--json", cache=tmp_path / "cache")
+    assert out.returncode == 0, out.stderr
+    assert not [w for w in json.loads(out.stdout)["warnings"] if w["path"].startswith("c10/core/")]

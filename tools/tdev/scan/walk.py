@@ -28,9 +28,13 @@ class FileEntry(NamedTuple):  # a tuple: 15,000 of them are made per scan
         return (self.size, self.mtime_ns, self.ino)
 
 
-def _irregular_kind(mode: int) -> str:
-    return ("FIFO" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode) else
-            "device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+def _special_kind(mode: int) -> str | None:
+    """"FIFO", "socket" or "device" for a special file; None for a directory or regular file."""
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else None
 
 
 def is_extraction(manifest: str) -> bool:
@@ -63,8 +67,8 @@ def walk_dirs(root: Path, skip_dirs: frozenset[str], nested: list[str] | None = 
     """Yield (relative directory with a trailing "/", or "" for the root; its files) for every
     directory under ``root``, in no particular order (see walk_tree). Entries that are neither
     directories nor regular files (FIFOs, sockets, devices, links to them) are never opened;
-    with ``irregular`` (a list), (path, kind) of each is appended to it. Dangling links are
-    skipped silently. With ``extractions`` (a list), tdev extractions nested in the tree are not
+    with ``irregular`` (a list), (path, kind) of each is appended to it. Dangling links and
+    links to directories are skipped silently. With ``extractions`` (a list), tdev extractions nested in the tree are not
     entered and their paths are appended to it."""
     stack = [("", str(root))]
     while stack:
@@ -89,9 +93,10 @@ def walk_dirs(root: Path, skip_dirs: frozenset[str], nested: list[str] | None = 
                             subdirs.append((f"{rel}{name}/", e.path))
                         continue
                     st = e.stat()
-                    if not stat.S_ISREG(st.st_mode):
-                        if irregular is not None:
-                            irregular.append((rel + name, _irregular_kind(st.st_mode)))
+                    if not stat.S_ISREG(st.st_mode):  # a special file, or a link to a directory
+                        kind = _special_kind(st.st_mode)
+                        if kind is not None and irregular is not None:
+                            irregular.append((rel + name, kind))
                         continue
                 except OSError:
                     continue
