@@ -272,3 +272,25 @@ def test_links_to_directories_are_not_warned_about(tmp_path):
     out = _tdev("scan", str(root), "--json", cache=tmp_path / "cache")
     assert out.returncode == 0, out.stderr
     assert not [w for w in json.loads(out.stdout)["warnings"] if w["path"].startswith("c10/core/")]
+
+
+PY_HOSTILE = {
+    # each took 10-60 s at these sizes: a quadratic regex (trailing comments) and a lexer whose
+    # failing unclosed-string alternative rescanned the line from every escaped quote
+    "escaped-quotes": "x = torch.cuda.f('" + "\\'" * 20000 + "\n",
+    "escaped-double-quotes": 'x = (torch.cuda.f("' + '\\"' * 20000 + "\n",
+    "spaces-before-colon": "if torch.cuda.is_available()" + " " * 50000 + ":\n    pass\n",
+    "hashes-then-quote": "if torch.cuda.is_available(): " + "#" * 50000 + "'\n    pass\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PY_HOSTILE))
+def test_python_scan_is_linear_on_hostile_lines(name):
+    _, took = timed(scan_python, PY_HOSTILE[name], RULES.python)
+    assert took < 1.0, f"{name}: {took:.2f} s"
+
+
+def test_python_guard_with_a_long_trailing_comment_still_counts():
+    ev, warn = scan_python("if torch.cuda.is_available():" + " " * 5000 + "# " + "#" * 5000 + "\n    x = 1\n",
+                           RULES.python)
+    assert warn is None and ("py-cuda-branch", ((2, 2),)) in [(e.rule, e.lines) for e in ev]

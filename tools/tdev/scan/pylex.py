@@ -14,12 +14,14 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 # string bodies are unrolled loops (fast in re); a prefix (r, b, f, u) does not change where a
-# string ends, so it is not matched. An unterminated string runs to the end of the text.
+# string ends, so it is not matched. An unterminated triple-quoted string runs to the end of the
+# text, an unterminated single-quoted one to the end of its line (its closing quote is optional:
+# no alternative fails after a long scan, so lexing is linear, even in ``'\'\'\'...``).
 _TOKEN = re.compile(r"""
     '''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*(?:'''|\Z)
   | \"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*(?:\"\"\"|\Z)
-  | '[^'\\\n]*(?:\\.[^'\\\n]*)*'
-  | "[^"\\\n]*(?:\\.[^"\\\n]*)*"
+  | '[^'\\\n]*(?:\\.[^'\\\n]*)*'?
+  | "[^"\\\n]*(?:\\.[^"\\\n]*)*"?
   | \#[^\n]*
   | [(\[{] | [)\]}]
   | \\\r?\n | \n

@@ -23,7 +23,20 @@ from typing import Any, Callable, NamedTuple
 
 from . import pylex
 
-_TRAIL_COMMENT = re.compile(r"\s*#[^'\"]*$")
+
+
+def _strip_comment(code: str) -> str:
+    """``code`` without a trailing comment that holds no quote, and the space before it (as
+    ``re.sub(r"\s*#[^'\"]*$", "", code)``, in linear time: that regex is quadratic on long
+    runs of spaces or ``#``)."""
+    quote = max(code.rfind("'"), code.rfind('"'))
+    at = code.find("#", quote + 1)
+    if at < 0:
+        return code
+    while at and code[at - 1].isspace():
+        at -= 1
+    return code[:at]
+
 # keywords that can only begin a statement (not an expression line inside brackets)
 _STMT_KEYWORD = re.compile(r"(?:def|class|return|raise|with|while|try|assert|del|global|nonlocal|import"
                            r"|pass|break|continue|elif|except|finally)\b")
@@ -78,7 +91,7 @@ def _wrap(body: str) -> tuple[str, int]:
         body = body[2:]  # "elif x:" -> "if x:"
     elif head.startswith(("except", "finally", "else")):
         body, shift = "try:\n pass\n" + body, 2
-    if _TRAIL_COMMENT.sub("", body).rstrip().endswith(":"):
+    if _strip_comment(body).rstrip().endswith(":"):
         body += "\n pass"
     if body.startswith("@"):
         body += "\ndef _tdev_decorated(): pass"
@@ -149,7 +162,7 @@ class Snippets:
         for e in range(s, min(len(lines), s + MAX_DOWN)):
             code = lines[e]
             if "#" in code:
-                code = _TRAIL_COMMENT.sub("", code)
+                code = _strip_comment(code)
             depth += (code.count("(") + code.count("[") + code.count("{")
                       - code.count(")") - code.count("]") - code.count("}"))
             if e >= at_least and depth <= 0 and not code.endswith("\\"):
