@@ -103,12 +103,16 @@ def test_two_stage_build_of_the_real_extraction(pytorch_tree, tmp_path):
     plan = run_readme_line(tmp_path, "--plan", "--json", env=env)
     assert plan.returncode == 0, plan.stderr
     report = json.loads(plan.stdout)
-    assert report["estimated_from"]["cpp"] == "measured"  # refined by this build's Ninja log
+    # refined by this build's Ninja log, unless every compile was a ccache hit (says nothing)
+    times = json.loads((build / ".wrapped-cmake" / "unit-times.json").read_text())["units"]
+    measured = any(u.startswith("c10/cuda/") for u in times)
+    assert report["estimated_from"] == {"cu": "default",
+                                        "cpp": "measured" if measured else "default"}
     print(plan.stdout[-1500:])
     # extract, build, verify: the build left nothing in the extraction; clean --all leaves
     # nothing behind either
-    verify = subprocess.run([sys.executable, "-m", "tdev", "extract", str(pytorch_tree), "--out",
-                             str(ext), "--verify"], capture_output=True, text=True, env=env)
+    verify = subprocess.run([sys.executable, "-m", "tdev", "extract", "--verify", "--out",
+                             str(ext)], capture_output=True, text=True, env=env)
     assert verify.returncode == 0, verify.stdout[-2000:] + verify.stderr[-2000:]
     clean = _cli("clean", "--all", "--backend", "cuda", "--source", str(ext), env=env)
     assert clean.returncode == 0, clean.stderr
