@@ -294,3 +294,13 @@ def test_python_guard_with_a_long_trailing_comment_still_counts():
     ev, warn = scan_python("if torch.cuda.is_available():" + " " * 5000 + "# " + "#" * 5000 + "\n    x = 1\n",
                            RULES.python)
     assert warn is None and ("py-cuda-branch", ((2, 2),)) in [(e.rule, e.lines) for e in ev]
+
+
+@pytest.mark.parametrize("imports", ["import torch.cuda as a{i}\n", "from torch.cuda import a{i}\n"])
+def test_python_many_aliases_are_linear(imports):
+    # every candidate line was checked against every alias (8,000 aliases: about 20 s)
+    n = 8000
+    text = "".join(imports.format(i=i) for i in range(n)) + "".join(f"x{i} = y.cuda() + a{i}\n" for i in range(n))
+    (ev, warn), took = timed(scan_python, text, RULES.python)
+    assert took < 2.0, f"{took:.2f} s"
+    assert warn is None and {e.rule for e in ev} >= {"py-import", "py-cuda-attribute"}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_left
+from typing import Collection
 
 from .model import Evidence, merge_lines
 from .pyfast import Around, Guard, line_hits
@@ -89,8 +90,17 @@ def _in_name(text: str, at: int, n: int, names: set[str]) -> bool:
     return text[i:j] in names
 
 
-def _words(text: str, names: list[str]) -> list[int]:
-    """Sorted offsets of the whole-word occurrences of ``names`` (as the regex ``\\bname\\b``)."""
+_WORD_RUN = re.compile(r"\w+")
+FEW_NAMES = 4  # up to this many names are searched one by one (literal scans); more in one pass
+
+
+def _words(text: str, names: Collection[str]) -> list[int]:
+    """Sorted offsets of the whole-word occurrences of ``names`` (as the regex ``\\bname\\b``).
+    Many names (a file importing thousands of aliases) are found in one pass over the word runs,
+    so that the cost does not grow with their number."""
+    if len(names) > FEW_NAMES:
+        wanted = names if isinstance(names, (set, frozenset, dict)) else set(names)
+        return [m.start() for m in _WORD_RUN.finditer(text) if m.group() in wanted]
     offs = []
     for name in names:
         n = len(name)
@@ -167,7 +177,7 @@ def _fast(sn: Snippets, f: Finder, rules: PythonRules, pending: list[int], line:
     end = len(whole) if end < 0 else end
     if f.aliases:
         line_text = whole[start:end]
-        if any(line_text[:at].rstrip()[-1:] != "." for at in _words(line_text, list(f.aliases))):
+        if any(line_text[:at].rstrip()[-1:] != "." for at in _words(line_text, f.aliases)):
             return False  # an alias as a name (after "." it is an attribute, like any other)
     if whole[max(0, start - 3):start].rstrip("\r\n").endswith("\\"):
         return False  # the line above goes on into this one
