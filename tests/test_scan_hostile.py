@@ -304,3 +304,20 @@ def test_python_many_aliases_are_linear(imports):
     (ev, warn), took = timed(scan_python, text, RULES.python)
     assert took < 2.0, f"{took:.2f} s"
     assert warn is None and {e.rule for e in ev} >= {"py-import", "py-cuda-attribute"}
+
+
+def test_version_files_are_read_only_when_small_regular_and_inside(tmp_path):
+    from tdev.scan.walk import read_version
+    root = _tree(tmp_path)
+    (root / "version.txt").write_text("2.6.0a0\n")
+    (root / ".git" / "refs" / "heads").mkdir(parents=True)
+    (root / ".git" / "refs" / "heads" / "main").write_text("0123456789abcdef0123\n")
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert read_version(root) == "2.6.0a0+git0123456789ab"
+    secret = tmp_path / "secret"
+    secret.write_text("fedcba9876543210\n")
+    (root / ".git" / "HEAD").write_text("ref: ../../secret\n")  # outside the repository
+    assert read_version(root) == "2.6.0a0"
+    (root / "version.txt").unlink()
+    os.mkfifo(root / "version.txt")
+    assert read_version(root) == "unknown"

@@ -26,7 +26,7 @@ from . import pylex
 
 
 def _strip_comment(code: str) -> str:
-    """``code`` without a trailing comment that holds no quote, and the space before it (as
+    r"""``code`` without a trailing comment that holds no quote, and the space before it (as
     ``re.sub(r"\s*#[^'\"]*$", "", code)``, in linear time: that regex is quadratic on long
     runs of spaces or ``#``)."""
     quote = max(code.rfind("'"), code.rfind('"'))

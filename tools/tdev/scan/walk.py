@@ -12,7 +12,7 @@ import stat
 from pathlib import Path
 from typing import NamedTuple
 
-from tdev.docread import BadInput, load_json
+from tdev.docread import BadInput, load_json, read_regular
 
 EXTRACTION_TOOL = "tdev extract"  # the "tool" of a MANIFEST.json that tdev extract wrote
 
@@ -68,8 +68,8 @@ def walk_dirs(root: Path, skip_dirs: frozenset[str], nested: list[str] | None = 
     directory under ``root``, in no particular order (see walk_tree). Entries that are neither
     directories nor regular files (FIFOs, sockets, devices, links to them) are never opened;
     with ``irregular`` (a list), (path, kind) of each is appended to it. Dangling links and
-    links to directories are skipped silently. With ``extractions`` (a list), tdev extractions nested in the tree are not
-    entered and their paths are appended to it."""
+    links to directories are skipped silently. With ``extractions`` (a list), tdev extractions
+    nested in the tree are not entered and their paths are appended to it."""
     stack = [("", str(root))]
     while stack:
         rel, absdir = stack.pop()
@@ -112,17 +112,22 @@ def walk_dirs(root: Path, skip_dirs: frozenset[str], nested: list[str] | None = 
 
 
 def read_version(root: Path) -> str:
-    """PyTorch's version as the tree states it (version.txt), plus the git commit when present."""
-    version = "unknown"
-    vt = root / "version.txt"
-    if vt.is_file():
-        version = vt.read_text(encoding="utf-8", errors="replace").strip() or version
-    head = root / ".git" / "HEAD"
-    if head.is_file():
-        ref = head.read_text(encoding="utf-8", errors="replace").strip()
-        if ref.startswith("ref: "):
-            refpath = root / ".git" / ref[5:]
-            ref = refpath.read_text().strip() if refpath.is_file() else ""
-        if len(ref) >= 12:
-            version += f"+git{ref[:12]}"
+    """PyTorch's version as the tree states it (version.txt), plus the git commit when present.
+    Only small regular files are read, and a ref only under .git/refs/."""
+    version = _small_text(root / "version.txt") or "unknown"
+    ref = _small_text(root / ".git" / "HEAD")
+    if ref.startswith("ref: "):
+        name = ref[5:]
+        inside = name.startswith("refs/") and ".." not in name.split("/")
+        ref = _small_text(root / ".git" / name) if inside else ""
+    if len(ref) >= 12 and all(c in "0123456789abcdef" for c in ref[:12]):
+        version += f"+git{ref[:12]}"
     return version
+
+
+def _small_text(path: Path, limit: int = 4096) -> str:
+    """The stripped text of a small regular file; "" when it is missing, not regular or larger."""
+    try:
+        return read_regular(path, max_bytes=limit).decode("utf-8", errors="replace").strip()
+    except BadInput:
+        return ""
