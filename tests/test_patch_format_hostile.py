@@ -15,6 +15,8 @@ import pytest
 
 from tdev.cli.main import main
 from tdev.patch.diff import PatchFormatError, parse_diff
+from tdev.patch.engine import apply_file
+from tdev.patch.model import FilePatch
 from tdev.patch.meta import VersionSpecError, check_spec, tree_version
 from tdev.patch.series import load_series, parse_series_file
 from tdev.docread import BadInput
@@ -87,6 +89,16 @@ def test_apply_of_a_setuid_or_symlink_mode_writes_nothing(tmp_path, capsys, mode
     line = _refused(tmp_path, HEADER + NEW_FILE.format(p="bin/tool", mode=mode), capsys)
     assert "1.patch:7:" in line and mode in line
     assert not (tmp_path / "tree/bin").exists()
+
+
+@pytest.mark.parametrize("mode, made", [(0o104755, 0o100755), (0o106777, 0o100755), (0o102755, 0o100755),
+                                        (0o120000, 0o100644), (0o100600, 0o100644), (None, None)])
+def test_engine_gives_a_created_file_0755_or_0644_whatever_the_file_patch_says(mode, made):
+    """A FilePatch built elsewhere than the parser (record, merge, a library user) cannot bring
+    setuid bits or a symlink type to the tree either."""
+    _, (fp,) = parse_diff(NEW_FILE.format(p="t", mode="100644"))
+    result, change = apply_file(None, FilePatch(None, "t", fp.hunks, new_mode=mode))
+    assert result.ok and change.text == "hi\n" and change.mode == made
 
 
 def test_created_executable_keeps_0755_and_nothing_more(tmp_path, capsys):
