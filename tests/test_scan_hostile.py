@@ -321,3 +321,19 @@ def test_version_files_are_read_only_when_small_regular_and_inside(tmp_path):
     (root / "version.txt").unlink()
     os.mkfifo(root / "version.txt")
     assert read_version(root) == "unknown"
+
+
+@pytest.mark.parametrize("expr, value", [("'a'", 97), ("'\\n'", 10), ("'\\x41'", 65), ("'\\101'", 65),
+                                         ("'\\''", 39), ("'\\\\'", 92), ("u'\\u00e9'", 233)])
+def test_character_literals(expr, value):
+    assert ppexpr.parse(expr) == ("n", value)
+
+
+@pytest.mark.parametrize("expr", ["'\\ '", "'\\='", "'ab'", "'\\x'", "'\\u12'"])
+def test_bad_character_literal_is_a_syntax_error_without_a_warning(expr):
+    # the fuzz test found "'\ '": unicode_escape decoding warned (an error under -W error)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ppexpr.PPSyntaxError):
+            ppexpr.parse(expr)

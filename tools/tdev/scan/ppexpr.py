@@ -81,14 +81,23 @@ def _int(tok: str) -> int:
         raise PPSyntaxError(f"integer literal of {len(t)} digits") from None
 
 
+_SIMPLE_ESCAPES = {"n": 10, "t": 9, "v": 11, "b": 8, "r": 13, "f": 12, "a": 7, "\\": 92, "?": 63, "'": 39, '"': 34}
+_ESCAPE = re.compile(r"\\(?:([0-7]{1,3})|x([0-9a-fA-F]+)|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|(.))", re.S)
+
+
 def _char(tok: str) -> int:
+    """The value of a one-character literal (``'a'``, ``'\\n'``, ``'\\x41'``, ``'\\101'``);
+    PPSyntaxError for any other (multi-character ones are implementation-defined)."""
     body = tok[tok.index("'") + 1:-1]
     if len(body) == 1:
         return ord(body)
-    try:
-        return ord(body.encode("latin-1", "backslashreplace").decode("unicode_escape"))
-    except (TypeError, ValueError, UnicodeError):
-        raise PPSyntaxError(f"character literal {tok}") from None
+    m = _ESCAPE.fullmatch(body)
+    if m is None or (m.group(5) is not None and m.group(5) not in _SIMPLE_ESCAPES):
+        raise PPSyntaxError(f"character literal {tok}")
+    octal, hexa, u4, u8, simple = m.groups()
+    if simple is not None:
+        return _SIMPLE_ESCAPES[simple]
+    return int(octal, 8) if octal else int(hexa or u4 or u8, 16)
 
 
 class _Parser:
