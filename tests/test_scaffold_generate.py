@@ -109,8 +109,8 @@ def test_templates_hold_no_vendor_specific_code():
 def test_two_vendors_differ_only_where_their_profiles_do(tmp_path):
     """metax and cuda (both box vendor kernels as CUDA): with the same package and device name,
     only the HAL (and its header's comment), the SDK lookup, the declared API header, the
-    vendor name and description, the default routes and what the profiles' vendor_kernels
-    say differently (cuda: unlisted operators go to the vendor, hot ones unboxed) differ;
+    vendor name and description, the default routes, the collective library and what the
+    profiles' vendor_kernels say differently (cuda: unlisted operators go to the vendor, hot ones unboxed) differ;
     every other file is byte for byte the same."""
     a = scaffold("metax", out=tmp_path / "a", name="torch_x", device="xdev")
     b = scaffold("cuda", out=tmp_path / "b", name="torch_x", device="xdev")
@@ -118,10 +118,12 @@ def test_two_vendors_differ_only_where_their_profiles_do(tmp_path):
     files_a = [f for f in a.files if not f.startswith(api)]
     assert files_a == [f for f in b.files if not f.startswith(api)]
     differ = [f for f in files_a if (a.out / f).read_bytes() != (b.out / f).read_bytes()]
+    # the collective library (MCCL vs NCCL): its calls, and its name in comments and messages
     assert differ == ["README.md", "csrc/aten/Fallback.cpp", "csrc/aten/Unboxed.cpp",
+                      "csrc/distributed/Collectives.cpp", "csrc/distributed/Collectives.h",
                       "csrc/runtime/HAL.cpp", "csrc/runtime/HAL.h", "pyproject.toml",
                       "setup.py", "torch_x/__init__.py", "torch_x/backends.conf",
-                      "torch_x/device/amp.py"]
+                      "torch_x/device/amp.py", "torch_x/distributed.py"]
 
 
 def test_backends_conf_comes_from_the_profile(generated):
