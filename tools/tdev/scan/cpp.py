@@ -19,7 +19,10 @@ another branch is live without CUDA (the #else of ``#ifdef USE_CUDA``, the #if o
 branches are live code). Groups left open at the end of the file are not reported.
 Lines are counted by "\n" (CRLF works; use ``text.split("\n")``, not ``splitlines()``).
 Not modelled: a directive after a ``/* */`` comment on its own line, string literals continued with
-a backslash, and C++14 digit separators followed by a comment on the same line.
+a backslash, C++14 digit separators followed by a comment on the same line, and a ``#`` inside a
+comment between a directive and the macro it names (``#if /* # */ USE_CUDA`` is not looked at).
+A directive counts only at the start of a logical line (not on a line continued from the one
+before). Hostile text costs linear time: see ``_LEX``, ``_macro_re`` and ``MAX_PATH``.
 
 Named code. Each ``cpp.named`` rule of rules.yaml is searched over the text (MULTILINE: ``^`` and
 ``$`` anchor at line ends); matches that start inside a ``//`` or ``/* */`` comment are dropped
@@ -53,9 +56,9 @@ class Region:
     whole_group: bool  # no branch of the group is live with CUDA undefined (see module doc)
 
 
-# a conditional directive: at the start of a physical line (``_directives`` drops those that
-# continue an earlier line); group 2 is the keyword
-_DIRECTIVE = re.compile(r"^[^\S\n]*(#)[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b", re.M)
+# a conditional directive (a literal first character: re scans for it quickly); _directives keeps
+# those at the start of a logical line
+_DIRECTIVE = re.compile(r"#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
 _OPENERS = ("if", "ifdef", "ifndef")
 _MAX_EXPR = 1000  # longer #if expressions are one unknown (keeps the recursive evaluator shallow)
 # a branch whose path condition has more literals than this (nesting depth plus earlier #elif
@@ -140,6 +143,15 @@ def _continued(text: str, nl: int) -> bool:
     return text[nl - 1] == "\\" or text[nl - 2:nl] == "\\\r"
 
 
+def _starts_line(text: str, pos: int) -> bool:
+    """Is only white space between the start of a logical line and ``pos``? (Looks back over
+    the white space only: linear over all the directives of a line.)"""
+    i = pos
+    while i and text[i - 1] != "\n" and text[i - 1].isspace():
+        i -= 1
+    return i == 0 or (text[i - 1] == "\n" and not (i > 1 and _continued(text, i - 1)))
+
+
 def _expr_node(kind: str, expr: str) -> ppexpr.Node | None:
     if kind == "else":
         return None
@@ -159,8 +171,8 @@ def _directives(text: str, noncode: _NonCode | None):
     """Yield (kind, expression text, first line, last line) for each conditional directive."""
     line, at, done = 1, 0, 0
     for m in _DIRECTIVE.finditer(text):
-        pos = m.start(1)
-        if pos < done or (m.start() > 1 and _continued(text, m.start() - 1)):
+        pos = m.start()
+        if pos < done or not _starts_line(text, pos):
             continue  # not at the start of a logical line: part of the line before
         if noncode is not None and noncode.hidden(pos) >= 0:
             continue
@@ -184,7 +196,7 @@ def _directives(text: str, noncode: _NonCode | None):
             expr = text[m.end():e]
             expr = expr[:expr.find("//")] if "//" in expr else expr
         expr = " ".join(expr.replace("\\\r\n", " ").replace("\\\n", " ").split())
-        yield m.group(2), expr, line, line + text.count("\n", pos, e)
+        yield m.group(1), expr, line, line + text.count("\n", pos, e)
 
 
 def _regions(text: str, macros: frozenset[str], noncode: _NonCode | None) -> list[Region]:
@@ -258,10 +270,11 @@ def _macro_re(macros: Collection[str]) -> re.Pattern[str]:
     alts = "|".join(map(re.escape, sorted(macros, key=len, reverse=True)))
     if not alts:
         return re.compile(r"(?!)")
-    # only at the start of a logical line (not after an escaped newline), so that the logical
-    # lines the scans cover do not overlap: linear time
-    return re.compile(r"^(?<!\\\n)(?<!\\\r\n)[^\S\n]*#[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef)\b"
-                      rf"(?:[^\n\\]|\\(?!\r?\n)|\\\r?\n)*?\b(?:{alts})\b", re.M)
+    # the scan from one "#" stops at the next "#" (no two scans cover the same text: linear time,
+    # and a literal first character, which re finds quickly); a "#" in a comment before the macro
+    # name (`#if /* # */ USE_CUDA`) hides it, which no real file does
+    return re.compile(r"#[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef)\b"
+                      rf"(?:[^\n\\#]|\\(?!\r?\n)|\\\r?\n)*?\b(?:{alts})\b")
 
 
 def _compiled(rules: CppRules) -> _Compiled:
