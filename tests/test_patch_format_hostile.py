@@ -143,14 +143,16 @@ def test_huge_hunk_numbers_are_bad_input(hunk):
         parse_diff(text, source="h")
 
 
-@pytest.mark.parametrize("option", ["-p" + "1" * 5000, "-p²", "-p ²", "-p١", "-p -1"])
+@pytest.mark.parametrize("option", ["-p" + "1" * 5000, "-p²", "-p ²", "-p١", "-p -1"],
+                         ids=["5000-digits", "superscript", "superscript-apart", "arabic-indic", "negative"])
 def test_series_strip_option_that_is_no_small_number(tmp_path, option):
     (tmp_path / "series").write_text(f"# c\n1.patch {option}\n")
     with pytest.raises(PatchFormatError, match=r"series:2: -p"):
         parse_series_file(tmp_path / "series")
 
 
-@pytest.mark.parametrize("spec", [">=" + "2" * 5000, "==2.6.0" + "1" * 5000 + ".*", "２.6", "<2.6,>=١"])
+@pytest.mark.parametrize("spec", [">=" + "2" * 5000, "==2.6.0" + "1" * 5000 + ".*", "２.6", "<2.6,>=١"],
+                         ids=["5000-digits", "5000-digits-wildcard", "fullwidth", "arabic-indic"])
 def test_applies_to_with_huge_or_non_ascii_numbers_is_a_spec_error(spec):
     with pytest.raises(VersionSpecError):
         check_spec(spec)
