@@ -11,6 +11,8 @@ Long run: ``TDEV_FUZZ_EXAMPLES=50000 python3 -m pytest -q -s tests/test_fuzz_pat
 """
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -25,6 +27,7 @@ from tdev.patch.series import load_series, parse_series_file
 
 REPO = Path(__file__).resolve().parent.parent
 WORK = Path(tempfile.mkdtemp(prefix="tdev-fuzz-patch-"))  # one scratch directory per session
+atexit.register(shutil.rmtree, WORK, True)
 
 
 @lru_cache(maxsize=1)
