@@ -337,3 +337,20 @@ def test_bad_character_literal_is_a_syntax_error_without_a_warning(expr):
         warnings.simplefilter("error")
         with pytest.raises(ppexpr.PPSyntaxError):
             ppexpr.parse(expr)
+
+
+def test_invalid_escapes_in_scanned_python_do_not_warn_or_change_results(tmp_path):
+    # ast.parse warns about "\w" in a non-raw string (a SyntaxWarning shown by default from
+    # Python 3.12; under -W error the statement would not parse and the file would be called
+    # invalid Python)
+    root = _tree(tmp_path)
+    (root / "torch" / "esc.py").write_text('import re\nif torch.cuda.is_available() and re.match("\\w", s):\n'
+                                           '    x = torch.cuda.f("\\d")\n')
+    out = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-W", "error::SyntaxWarning", "-m",
+                          "tdev", "scan", str(root), "--json"], capture_output=True, text=True,
+                         env={**os.environ, "TDEV_CACHE_DIR": str(tmp_path / "cache")})
+    assert out.returncode == 0 and "Warning" not in out.stderr, out.stderr
+    doc = json.loads(out.stdout)
+    assert [w for w in doc["warnings"] if w["path"] == "torch/esc.py"] == []
+    (found,) = [f for f in doc["files"] if f["path"] == "torch/esc.py"]
+    assert {e["rule"] for e in found["evidence"]} == {"py-cuda-api", "py-cuda-branch"}

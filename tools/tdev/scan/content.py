@@ -9,6 +9,7 @@ import os
 import stat
 import sys
 import threading
+import warnings
 from collections import deque
 from typing import Callable, Iterator, NamedTuple
 
@@ -79,6 +80,11 @@ def _analyses() -> dict[str, Callable]:
     from .cmakefile import scan_cmake
     from .cpp import scan_cpp
     from .python import scan_python
+
+    # ast.parse warns about invalid escapes in the sources it reads ("\w" in a non-raw string;
+    # a SyntaxWarning, shown by default, from Python 3.12): the source's problem, not the scan's
+    warnings.filterwarnings("ignore", "invalid escape sequence", DeprecationWarning)
+    warnings.filterwarnings("ignore", "invalid escape sequence", SyntaxWarning)
 
     _ANALYSES.update(cpp=lambda text, r: (scan_cpp(text, r.cpp), None),
                      cmake=lambda text, r: scan_cmake(text, r.build.gpu_flags),
