@@ -66,7 +66,8 @@ def test_billion_laughs_is_refused_before_it_is_built():
 
 @pytest.mark.parametrize("doc", ["[" * 100_000 + "]" * 100_000,
                                  "{a: " * 100_000 + "1" + "}" * 100_000,
-                                 "".join(f"{' ' * i}- \n" for i in range(2000))])
+                                 "".join(f"{' ' * i}- \n" for i in range(2000))],
+                         ids=["flow-lists", "flow-mappings", "block-lists"])
 def test_deep_yaml_is_refused_with_a_line(doc):
     with pytest.raises(BadInput, match="nested deeper than"):
         load_yaml_text(doc, "p.yaml")
@@ -88,7 +89,7 @@ def test_yaml_is_safe_only():
 @pytest.mark.parametrize("text, problem", [
     ('{"size": -Infinity}', "Infinity"), ('{"size": NaN}', "NaN"),
     ("[" * 100_000 + "]" * 100_000, "nested too deeply"), ('{"a": ', "invalid JSON"),
-])
+], ids=["infinity", "nan", "deep", "truncated"])
 def test_json_refusals(text, problem):
     with pytest.raises(BadInput, match=problem):
         load_json_text(text, "MANIFEST.json")
