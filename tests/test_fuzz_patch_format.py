@@ -173,8 +173,9 @@ def test_fuzz_series_with_mutated_patch(base, mutations, options):
             old.unlink()
     name = "1.patch"
     patches = real_patches()
-    (directory / name).write_text(mutate(patches[base % len(patches)], mutations), encoding="utf-8",
-                                  errors="surrogateescape")
+    # lone surrogates become the invalid UTF-8 they stand for: hostile bytes the reader must refuse
+    (directory / name).write_bytes(mutate(patches[base % len(patches)], mutations)
+                                   .encode("utf-8", "surrogatepass"))
     (directory / "series").write_text(f"{name} {' '.join(options)}\n", encoding="utf-8")
     with bounded_time("load_series"):
         try:

@@ -224,7 +224,11 @@ class _Validator:
             if not s.startswith("."):
                 raise self.fail(f"device.suffixes: {s!r} must start with '.'")
         compilers = {lang: spec for lang, spec in DEFAULT_COMPILERS.items() if lang in languages}
-        for lang, spec in (d.get("compilers") or {}).items():
+        given = d.get("compilers") or {}
+        if not isinstance(given, dict):
+            raise self.fail(f"compilers: expected a mapping of language to compiler, "
+                            f"got {type(given).__name__}")
+        for lang, spec in given.items():
             compilers[self.language(lang, "compilers")] = self.compiler(lang, spec)
         missing = [lang for lang in languages if lang not in compilers]
         if missing:

@@ -148,7 +148,10 @@ def _torch_source(settings: Settings, env: Mapping[str, str],
         raise InputError(str(manifest.path), "does not record the PyTorch tree it was "
                          "extracted from (no torch_source); pass -D TORCH_SOURCE_DIR=<tree> "
                          f"(or set {TORCH_SOURCE_ENV})")
-    tree = tree.expanduser().resolve()
+    try:
+        tree = (tree if tree_from.endswith("torch_source") else tree.expanduser()).resolve()
+    except (RuntimeError, OSError) as e:  # '~user' of no such user, a symlink loop
+        raise InputError(tree_from, f"{tree}: {e}") from None
     if not (tree / "c10" / "CMakeLists.txt").is_file() or not (tree / "version.txt").is_file():
         raise InputError(tree_from, f"{tree} is not a PyTorch source tree (no c10/CMakeLists.txt"
                          " or version.txt)")

@@ -181,7 +181,8 @@ def _opt_str(d: dict, key: str, where: str, ctx: str) -> str | None:
 
 
 def _tree(tree: str, root: Path) -> Path:
-    p = Path(tree).expanduser()
+    # tdev extract writes a relative or absolute path, never '~': taken literally
+    p = Path(tree)
     return p if p.is_absolute() else Path(os.path.normpath(root / p))
 
 

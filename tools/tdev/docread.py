@@ -22,11 +22,17 @@ MAX_DEPTH = 64  # nesting of collections in a YAML document
 MAX_NODES = 2_000_000  # YAML nodes after alias expansion
 
 
+def one_line(text: str) -> str:
+    """``text`` with line breaks shown as escapes: a message about hostile input stays one line."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 class BadInput(ValueError):
     """Unusable input: ``<where>: <problem>`` on one line; the CLIs exit with code 2."""
 
     def __init__(self, where: str | os.PathLike, problem: str):
         where = os.fsdecode(where) if isinstance(where, (bytes, os.PathLike)) else str(where)
+        where, problem = one_line(where), one_line(problem)
         super().__init__(f"{where}: {problem}" if where else problem)
         self.where = where
         self.problem = problem
@@ -94,6 +100,10 @@ def _check_yaml_events(text: str, where: str, max_depth: int, max_nodes: int) ->
             if anchor:
                 sizes[anchor] = expanded - start
         elif isinstance(event, yaml.AliasEvent):
+            if any(anchor == event.anchor for anchor, _ in stack):
+                mark = event.start_mark
+                raise BadInput(f"{where}:{mark.line + 1}" if mark else where,
+                               f"recursive YAML alias *{one_line(event.anchor)}")
             expanded += sizes.get(event.anchor, 1)
         elif isinstance(event, yaml.ScalarEvent):
             expanded += 1
@@ -162,5 +172,5 @@ def finite_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-__all__ = ["BadInput", "MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "finite_number", "load_json",
+__all__ = ["BadInput", "one_line", "MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "finite_number", "load_json",
            "load_json_text", "load_yaml", "load_yaml_text", "read_regular", "read_text"]

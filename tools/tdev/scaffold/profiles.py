@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tdev.docread import BadInput, load_yaml
+from tdev.docread import BadInput, load_yaml, one_line
 
 from . import validate as v
 from .collectives_api import Collectives, parse_collectives
@@ -32,7 +32,11 @@ MAX_PROFILE_BYTES = 4 * 1024 * 1024  # the shipped profiles are a few KB
 
 
 class ProfileError(ValueError):
-    """A malformed vendor profile: ``<file>: <key>: <problem>``."""
+    """A malformed vendor profile: ``<file>: <key>: <problem>``, on one line (a key may hold a
+    line break)."""
+
+    def __init__(self, message: str):
+        super().__init__(one_line(message))
 
 
 @dataclass(frozen=True)
