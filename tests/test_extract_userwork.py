@@ -58,7 +58,7 @@ def _assert_kept(out: Path, files: dict[str, bytes]) -> None:
 def test_edited_and_added_files_refuse_the_run_naming_both(mini):
     root, scan_file, out = mini
     assert extract(root, scan_file, out).returncode == 0
-    files = _user_work(out)
+    _user_work(out)
     (out / EDITED).write_text("# my fix\n")
     before = tree_hash(out)
     r = extract(root, scan_file, out)

@@ -1,12 +1,12 @@
 """`tdev scaffold --force` never loses a vendor's work: the marker records what scaffold wrote
-(template digest, resolved profile, each file's sha256); edited or added files make --force
-refuse, naming them, unless --discard-changes (which still keeps the added files); a kill during
+(template digest, resolved profile, each file's sha256); edited files (or an added one where the
+new render writes) make --force refuse, naming them, unless --discard-changes; every other added
+file is always kept; a kill during
 the replacement leaves the old package or the new one."""
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -46,16 +46,32 @@ def test_force_refuses_an_edited_generated_file_and_names_it(capsys, pkg):
     assert ops.read_text().endswith("// my fix, two days of work\n")
 
 
-def test_force_refuses_added_files_and_names_them(capsys, pkg):
+def test_force_keeps_added_files_and_names_them(capsys, pkg):
+    """Files the user added (a build's outputs, notes, new sources) never stop --force: they are
+    carried into the new package and named."""
     (pkg / "NOTES.md").write_text("my notes")
     (pkg / "build" / "temp").mkdir(parents=True)
     (pkg / "build" / "temp" / "HAL.o").write_bytes(b"\x7fELF")
     (pkg / "csrc" / "aten" / "MyKernel.cpp").write_text("// mine")
-    code, _, err = run(capsys, "--vendor", "metax", "--out", str(pkg), "--force")
-    assert code == 2 and err.count("\n") == 1
-    assert "NOTES.md" in err and "build/" in err and "csrc/aten/MyKernel.cpp" in err
-    assert "build/temp/HAL.o" not in err  # a directory scaffold never wrote is named once
+    code, out, err = run(capsys, "--vendor", "metax", "--out", str(pkg), "--force")
+    assert code == 0, err
+    assert "NOTES.md" in out and "build/" in out and "csrc/aten/MyKernel.cpp" in out
+    assert "build/temp/HAL.o" not in out  # a directory scaffold never wrote is named once
     assert (pkg / "NOTES.md").read_text() == "my notes"
+    assert (pkg / "build" / "temp" / "HAL.o").read_bytes() == b"\x7fELF"
+    assert (pkg / "csrc" / "aten" / "MyKernel.cpp").read_text() == "// mine"
+
+
+def test_force_refuses_an_added_file_where_the_new_render_writes_one(capsys, pkg):
+    marker = json.loads((pkg / ".tdev-scaffold.json").read_text())
+    victim = next(f for f in marker["files"] if f.endswith("Ops.cpp"))
+    marker["files"].remove(victim)
+    marker["sha256"].pop(victim, None)
+    (pkg / ".tdev-scaffold.json").write_text(json.dumps(marker))
+    (pkg / victim).write_text("// mine, not scaffold's")
+    code, _, err = run(capsys, "--vendor", "metax", "--out", str(pkg), "--force")
+    assert code == 2 and err.count("\n") == 1 and victim in err
+    assert (pkg / victim).read_text() == "// mine, not scaffold's"
 
 
 def test_discard_changes_replaces_edits_and_keeps_added_files(capsys, pkg):
@@ -74,9 +90,9 @@ def test_discard_changes_replaces_edits_and_keeps_added_files(capsys, pkg):
     assert ops.read_bytes() == original
     assert (pkg / "NOTES.md").read_text() == "my notes"
     assert (pkg / "build" / "HAL.o").read_bytes() == b"\x7fELF"
-    # the kept files are the user's, not scaffold's: the next --force still names them
-    code, _, err = run(capsys, "--vendor", "metax", "--out", str(pkg), "--force")
-    assert code == 2 and "NOTES.md" in err and "build/" in err
+    # the kept files are the user's, not scaffold's: the next --force keeps and names them again
+    code, out, err = run(capsys, "--vendor", "metax", "--out", str(pkg), "--force")
+    assert code == 0 and "NOTES.md" in out and "build/" in out
 
 
 def test_discard_changes_needs_force(capsys, pkg):

@@ -10,13 +10,29 @@ class PathEscapeError(ValueError):
     """A path from a patch, manifest or config that would leave its base directory."""
 
 
+def umask() -> int:
+    """The process' umask, read without changing it where Linux allows."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same directory and a rename, so
-    readers see the old content or the new, never a part."""
+    readers see the old content or the new, never a part. The file gets the mode any new file
+    gets (0666 less the umask), not mkstemp's 0600."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~umask())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

@@ -41,8 +41,9 @@ def register(sub) -> None:
     p.add_argument("--device", metavar="NAME", help="device name (default: the profile's)")
     p.add_argument("--out", metavar="DIR", type=Path, help="output directory (default: ./PKG)")
     p.add_argument("--force", action="store_true",
-                   help="replace DIR when it holds an earlier scaffold output that nobody "
-                   "changed (edited or added files are named and nothing is replaced)")
+                   help="replace DIR when it holds an earlier scaffold output whose generated "
+                   "files nobody edited (edited ones are named and nothing is replaced); files "
+                   "you added are always kept")
     p.add_argument("--discard-changes", action="store_true",
                    help="with --force: replace generated files even where they were edited "
                    "(files you added are kept)")

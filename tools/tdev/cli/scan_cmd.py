@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -77,25 +76,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def write_output(path: Path, text: str) -> None:
-    """Write ``text`` atomically, with the mode any new file gets (0666 less the umask; the
-    temporary file it is renamed from is 0600)."""
+    """Write ``text`` atomically, with the mode any new file gets (0666 less the umask)."""
     from tdev.fsutil import atomic_write_text
 
     atomic_write_text(path, text)
-    os.chmod(path, 0o666 & ~_umask())
-
-
-def _umask() -> int:
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:  # Linux: read without setting it
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def render_summary(result) -> None:

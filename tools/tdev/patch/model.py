@@ -20,7 +20,7 @@ SCHEMA = 1
 #   conflict     neither: some hunk does not fit (the reason says why)
 #   excluded     its Applies-To excludes the tree's PyTorch version; not considered
 #   refused      it names a path outside the tree (absolute, '..', or through a symlink)
-PatchState = Literal["applies", "applied", "conflict", "excluded", "refused"]
+PatchState = Literal["applies", "applied", "conflict", "excluded", "refused", "kept"]
 HunkStatus = Literal["ok", "failed"]
 
 

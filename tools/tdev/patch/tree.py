@@ -142,7 +142,7 @@ class Tree:
 
     def mode(self, rel: str) -> int | None:
         try:
-            return os.stat(self.resolve(rel, internal=True)).st_mode & 0o7777
+            return os.stat(self.resolve(rel, internal=True)).st_mode & 0o777  # never setuid/setgid/sticky
         except (FileNotFoundError, NotADirectoryError):
             return None
 
@@ -314,5 +314,5 @@ class Tree:
             return
         old_mode = self.mode(rel)
         os.makedirs(os.path.dirname(real), exist_ok=True)
-        write_atomic(real, encode(change.text), change.mode & 0o7777 if change.mode else old_mode,
+        write_atomic(real, encode(change.text), (0o755 if change.mode & 0o111 else 0o644) if change.mode else old_mode,
                      tmp=tmp, mtime_ns=mtime_ns)

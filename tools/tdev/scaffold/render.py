@@ -38,7 +38,8 @@ class RenderError(ValueError):
 
 
 class UserWorkError(RenderError):
-    """--force on an output the user changed or added files to (without --discard-changes)."""
+    """--force on an output whose generated files the user changed (without
+    --discard-changes)."""
 
     def __init__(self, out: Path, work: UserWork):
         super().__init__(f"{out}: {work.describe()}; refusing to replace the package (--force "
@@ -166,7 +167,7 @@ def _check_target(out: Path, force: bool, files: Mapping[str, bytes],
     except MarkerError as e:
         raise RenderError(f"{e}; refusing to replace it even with --force") from None
     work = survey(out, marker, files)
-    if work and not discard_changes:
+    if work.changed and not discard_changes:  # added paths are carried over: nothing is lost
         raise UserWorkError(out, work)
     return True, work
 

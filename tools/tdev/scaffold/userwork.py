@@ -56,17 +56,8 @@ class UserWork:
         """The added paths a user made (caches left out)."""
         return tuple(a for a in self.added if not _is_cache(a))
 
-    def __bool__(self) -> bool:
-        return bool(self.changed or self.reported)
-
     def describe(self) -> str:
-        parts = []
-        if self.changed:
-            parts.append(f"{len(self.changed)} changed since tdev scaffold wrote them: "
-                         f"{_names(self.changed)}")
-        if self.reported:
-            parts.append(f"{len(self.reported)} added: {_names(self.reported)}")
-        return "; ".join(parts)
+        return f"{len(self.changed)} changed since tdev scaffold wrote them: {_names(self.changed)}"
 
 
 def _names(paths: tuple[str, ...]) -> str:

@@ -40,7 +40,7 @@ from typing import Collection
 
 from tdev.scan import ppexpr
 from tdev.scan.cppsearch import NamedSearch, match_spans, searchers  # noqa: F401  (searchers: API)
-from tdev.scan.model import Evidence, LineRange, merge_lines
+from tdev.scan.model import Evidence, merge_lines
 from tdev.scan.rules import CppRules
 
 
