@@ -19,7 +19,10 @@ case $version in
 esac
 tree=$cache/pytorch-$version
 [[ $want == patches ]] && tree=$cache/pytorch-$version-debian-patches
-if [[ -f $tree/.complete ]]; then echo "$tree"; exit 0; fi
+# the tarball's owner (uid 1001) must not stick: git refuses a tree of another owner ("dubious
+# ownership"), which `tdev extract --in-tree` and `tdev patch new` need on copies
+own() { [[ $(stat -c %u "$1") == "$(id -u)" ]] || chown -R "$(id -u):$(id -g)" "$1"; }
+if [[ -f $tree/.complete ]]; then own "$tree"; echo "$tree"; exit 0; fi
 mkdir -p "$cache"
 src=/etc/apt/sources.list.d/pytorch-src.sources
 if ! grep -qs "Suites:.*$suite" "$src"; then
@@ -48,7 +51,7 @@ if [[ $want == patches ]]; then
   dtar=$(ls "$work"/pytorch_*.debian.tar.xz 2>/dev/null | head -1)
   [[ -n $dtar ]] || { echo "get-pytorch-src.sh: no debian.tar.xz for pytorch=$deb" >&2; exit 1; }
   verify "$dtar"
-  mkdir -p "$work/d" && tar -xf "$dtar" -C "$work/d"
+  mkdir -p "$work/d" && tar --no-same-owner -xf "$dtar" -C "$work/d"
   [[ -f $work/d/debian/patches/series ]] || { echo "get-pytorch-src.sh: $dtar has no debian/patches/series" >&2; exit 1; }
   rm -rf "$tree" && mv "$work/d/debian/patches" "$tree" && touch "$tree/.complete"
   echo "$tree"
@@ -57,7 +60,7 @@ fi
 orig=$(ls "$work"/pytorch_*.orig.tar.xz 2>/dev/null | head -1)
 [[ -n $orig ]] || { echo "get-pytorch-src.sh: download of pytorch=$deb failed" >&2; exit 1; }
 verify "$orig"
-mkdir -p "$work/x" && tar -xf "$orig" -C "$work/x"
+mkdir -p "$work/x" && tar --no-same-owner -xf "$orig" -C "$work/x"
 top=$(ls -d "$work"/x/*/ | head -1)
 rm -rf "$tree" && mv "$top" "$tree" && touch "$tree/.complete"
 echo "$tree"
