@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Mapping
 
 from tdev import __version__
 
 from . import validate
+from .context import ScaffoldContext, make_context
 from .profiles import ProfileError, VendorProfile, load_profile
-from .render import RenderError, RenderResult, render_tree
+from .render import RenderError, RenderResult, render_files, render_tree
 from .userwork import canonical_json, sha256
 
 MAX_PACKAGE_CHARS = 64  # a directory, a C++ namespace and an environment-variable prefix
@@ -58,18 +61,42 @@ class ScaffoldResult:
                 "replaced": self.replaced, "discarded": self.discarded, "kept": self.kept}
 
 
+TEMPLATES_ENV = "TDEV_TEMPLATES"  # a copy of templates/ (its backend/ tree renders the package)
+
+
 def template_root() -> Path:
+    """The backend template tree: ``$TDEV_TEMPLATES/backend`` when that variable is set (a
+    vendor's or a test's copy of ``templates/``), else the one shipped with tdev."""
+    override = os.environ.get(TEMPLATES_ENV)
+    if override:
+        root = Path(override).expanduser() / "backend"
+        if not root.is_dir():
+            raise ScaffoldError(f"{root}: no template tree (${TEMPLATES_ENV} must name a copy of "
+                                "templates/, holding backend/)")
+        return root.resolve()
     return Path(importlib.import_module("tdev.templates").__file__).resolve().parent / "backend"
 
 
-def scaffold(vendor: str, out: Path | None = None, name: str | None = None,
-             device: str | None = None, force: bool = False,
-             discard_changes: bool = False) -> ScaffoldResult:
-    """Renders the package for ``vendor`` into ``out``. ``force`` replaces an earlier output
-    whose files are as scaffold wrote them; ``discard_changes`` also replaces edited ones
-    (files the user added are kept in every case)."""
-    if discard_changes and not force:
-        raise ScaffoldError("--discard-changes only applies with --force")
+@dataclass(frozen=True)
+class Prepared:
+    """Everything a render needs: the profile, the validated names, the template context and
+    what the marker records of them."""
+    profile: VendorProfile
+    package: str
+    device: str
+    context: Mapping[str, Any]
+    path_vars: Mapping[str, str]
+    marker: Mapping[str, Any]
+
+    def render(self, root: Path) -> dict[str, bytes]:
+        try:
+            return render_files(root, self.context, self.path_vars)
+        except RenderError as e:
+            raise ScaffoldError(str(e)) from None
+
+
+def prepare(vendor: str, name: str | None = None, device: str | None = None) -> Prepared:
+    """Loads the profile and validates ``name``/``device`` (the profile's when None)."""
     try:
         profile = load_profile(vendor)
     except ProfileError as e:
@@ -81,19 +108,31 @@ def scaffold(vendor: str, out: Path | None = None, name: str | None = None,
         raise ScaffoldError(f"{where}: {package[:24]!r}... is too long "
                             f"({len(package)} characters, at most {MAX_PACKAGE_CHARS})")
     context = build_context(profile, package, dev)
-    out = Path(out) if out is not None else Path(package)
     marker = {"tdev": __version__, "vendor": profile.vendor, "profile": str(profile.path),
               "package": package, "device": dev, "runtime_header": profile.runtime.header,
               "sdk_env": list(profile.sdk.env), "sdk_include": profile.sdk.include,
               "simulator": profile.sdk.simulator, "profile_info": profile_record(vendor, profile)}
+    return Prepared(profile, package, dev, context, context["path_vars"], marker)
+
+
+def scaffold(vendor: str, out: Path | None = None, name: str | None = None,
+             device: str | None = None, force: bool = False,
+             discard_changes: bool = False) -> ScaffoldResult:
+    """Renders the package for ``vendor`` into ``out``. ``force`` replaces an earlier output
+    whose files are as scaffold wrote them; ``discard_changes`` also replaces edited ones
+    (files the user added are kept in every case)."""
+    if discard_changes and not force:
+        raise ScaffoldError("--discard-changes only applies with --force")
+    prep = prepare(vendor, name, device)
+    out = Path(out) if out is not None else Path(prep.package)
     try:
-        result: RenderResult = render_tree(template_root(), context, out,
-                                           path_vars=context["path_vars"], force=force,
-                                           marker=marker, discard_changes=discard_changes)
+        result: RenderResult = render_tree(template_root(), prep.context, out,
+                                           path_vars=prep.path_vars, force=force,
+                                           marker=prep.marker, discard_changes=discard_changes)
     except RenderError as e:
         raise ScaffoldError(str(e)) from None
-    return ScaffoldResult(out=result.out, vendor=profile.vendor, profile=profile.path,
-                          package=package, device=dev, files=result.files,
+    return ScaffoldResult(out=result.out, vendor=prep.profile.vendor, profile=prep.profile.path,
+                          package=prep.package, device=prep.device, files=result.files,
                           replaced=result.replaced, discarded=result.discarded,
                           kept=result.kept)
 
@@ -115,26 +154,7 @@ def profile_record(vendor: str, profile: VendorProfile) -> dict:
             "sha256": sha256(text.encode("utf-8")), "resolved": json.loads(text)}
 
 
-def build_context(profile: VendorProfile, package: str, device: str) -> dict:
-    """The names every template sees. All values are validated (profiles.py, validate.py)."""
-    prefix = profile.env_prefix if package == profile.package else package.upper()
-    vk = profile.vendor_kernels
-    return {
-        "vendor": profile.vendor,
-        "description": profile.description,
-        "package": package,
-        "ns": package,  # C++ namespace
-        "device": device,
-        "prefix": prefix,  # environment variables: <PREFIX>_OP_<op>, <PREFIX>_LOG_DISPATCH
-        "macro": prefix,  # C preprocessor prefix
-        "sdk": profile.sdk,
-        "backend": profile.backend,
-        "compiler": profile.compiler,
-        "runtime": profile.runtime,
-        "vendor_kernels": vk,
-        "amp": profile.amp,
-        "routing": profile.routing,
-        "route_backends": ("flaggems", "vendor", "cpu"),
-        "core_ops": CORE_OPS,
-        "path_vars": {"pkg": package, "runtime_header": profile.runtime.header},
-    }
+def build_context(profile: VendorProfile, package: str, device: str) -> ScaffoldContext:
+    """The value every template sees (:mod:`.context`). All values are validated
+    (profiles.py, validate.py)."""
+    return make_context(profile, package, device, CORE_OPS)
