@@ -26,7 +26,7 @@ import jinja2
 from tdev.fsutil import PathEscapeError, safe_join
 
 from .swap import replace_dir
-from .userwork import (MARKER, SCHEMA, MarkerError, UserWork, carry_over, read_marker, sha256,
+from .userwork import (BASE, MARKER, SCHEMA, MarkerError, UserWork, carry_over, read_marker, sha256,
                        survey, tree_digest)
 
 PATH_VAR = re.compile(r"__([a-z_]+?)__")
@@ -71,36 +71,49 @@ def render_tree(template_root: Path, context: Mapping[str, Any], out: Path,
     files are carried into the new tree either way."""
     out = Path(out).absolute()
     files = render_files(template_root, context, path_vars)
-    info = dict(marker or {}, schema=SCHEMA, template_sha256=tree_digest(template_root, SKIP),
-                files=sorted(files), sha256={rel: sha256(files[rel]) for rel in sorted(files)})
+    info = marker_info(template_root, files, marker)
     try:
         replaced, work = _check_target(out, force, files, discard_changes)
-        _write(out, files, info, work.added if replaced else ())
+        write_package(out, files, files, info, work.added if replaced else ())
     except OSError as e:
         raise RenderError(f"{e.filename or out}: cannot write: {e.strerror or e}") from None
     return RenderResult(out=out, files=sorted(files), replaced=replaced,
                         discarded=list(work.changed), kept=list(work.added))
 
 
-def _write(out: Path, files: Mapping[str, bytes], info: Mapping[str, Any],
-           keep: tuple[str, ...]) -> None:
-    """Stages the new tree next to ``out`` (with the user's added paths linked in), then swaps
-    it into place: a kill leaves the old tree or the new one."""
+def marker_info(template_root: Path, files: Mapping[str, bytes],
+                marker: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The marker for a render ``files`` of ``template_root``: ``marker`` plus the schema, the
+    template digest and each generated file's sha256."""
+    return dict(marker or {}, schema=SCHEMA, template_sha256=tree_digest(template_root, SKIP),
+                files=sorted(files), sha256={rel: sha256(files[rel]) for rel in sorted(files)})
+
+
+def write_package(out: Path, files: Mapping[str, bytes], base: Mapping[str, bytes],
+                  info: Mapping[str, Any], keep: tuple[str, ...]) -> None:
+    """Stages the new tree next to ``out`` (``files``, the pristine ``base`` copies under
+    ``.tdev-scaffold/base``, the marker, and the user's ``keep`` paths linked in from ``out``),
+    then swaps it into place: a kill leaves the old tree or the new one."""
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name[:64]}.", suffix=".tmp", dir=out.parent))
     try:
-        for rel, data in files.items():
-            target = safe_join(staging, rel)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            if data.startswith(b"#!"):
-                target.chmod(0o755)
+        _write_files(staging, files)
+        _write_files(staging / BASE, base)
         carry_over(out, staging, list(keep))
         (staging / MARKER).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
         _move_into_place(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _write_files(root: Path, files: Mapping[str, bytes]) -> None:
+    for rel, data in files.items():
+        target = safe_join(root, rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        if data.startswith(b"#!"):
+            target.chmod(0o755)
 
 
 def render_files(template_root: Path, context: Mapping[str, Any],

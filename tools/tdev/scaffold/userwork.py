@@ -11,6 +11,10 @@ again: the base a later 3-way ``--update`` needs). Against it, :func:`survey` fi
   ``build/``); caches (``__pycache__``, ``.pytest_cache``) are not reported.
 
 Added paths are never deleted: :func:`carry_over` links them into the new tree.
+
+Beside the marker, ``.tdev-scaffold/base/<path>`` keeps the content scaffold wrote for every
+generated file (what the marker's sha256 names), so that ``--update`` has its merge base even
+after tdev's templates or the profile changed; :func:`base_of` reads it back, checked.
 """
 from __future__ import annotations
 
@@ -28,6 +32,8 @@ from tdev.docread import BadInput, load_json, read_regular
 from tdev.fsutil import PathEscapeError, safe_join
 
 MARKER = ".tdev-scaffold.json"
+STATE_DIR = ".tdev-scaffold"  # BASE below it; never a user's path
+BASE = f"{STATE_DIR}/base"  # a pristine copy of every generated file: the base of --update
 SCHEMA = 2
 CACHES = ("__pycache__", ".pytest_cache")
 MAX_MARKER_BYTES = 16 * 1024 * 1024
@@ -161,7 +167,7 @@ def added_paths(out: Path, written: set[str]) -> list[str]:
             entries = sorted(it, key=lambda e: e.name)
         for e in entries:
             rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
-            if rel == MARKER or rel in written:
+            if rel in (MARKER, STATE_DIR) or rel in written:
                 continue
             if e.is_dir(follow_symlinks=False):
                 if rel in parents:
@@ -173,6 +179,25 @@ def added_paths(out: Path, written: set[str]) -> list[str]:
 
     walk("")
     return found
+
+
+def base_of(out: Path, rel: str, recorded: str | None,
+            candidates: tuple[bytes | None, ...]) -> bytes | None:
+    """What scaffold wrote at ``rel`` (its sha256 is ``recorded``): the pristine copy under
+    :data:`BASE`, else whichever of ``candidates`` (the user's file, the new render) has that
+    sha256; None when nothing does (no record, or the copy is gone or altered)."""
+    if recorded is None:
+        return None
+    try:
+        copy = safe_join(out, f"{BASE}/{rel}")
+        st = copy.lstat()
+        if stat.S_ISREG(st.st_mode):
+            data = read_regular(copy, what="scaffold base copy")
+            if sha256(data) == recorded:
+                return data
+    except (OSError, PathEscapeError, BadInput):
+        pass
+    return next((c for c in candidates if c is not None and sha256(c) == recorded), None)
 
 
 def _is_cache(rel: str) -> bool:
