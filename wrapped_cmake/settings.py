@@ -1,16 +1,21 @@
 """Build settings from layered sources, each value remembering where it came from.
 
+Every setting is declared once, as a field of :class:`Settings` made by :func:`setting`: its
+default, converter, help text, command-line options, PyTorch-style environment variables and
+whether it is a path. :data:`FIELDS` (keyed by the pyproject/``-C`` key), the environment
+reader and the command-line options are derived from those declarations.
+
 Precedence, lowest first (a later layer overrides an earlier one, key by key; ``define``
 entries merge key by key, lists are replaced whole):
 
-1. defaults (the ``default`` of each entry in :data:`FIELDS`)
+1. defaults (the default of each field of :class:`Settings`)
 2. ``pyproject.toml`` of the source directory, table ``[tool.wrapped-cmake]``
    (``[tool.wrapped-cmake.define]`` for CMake definitions); relative paths are relative to it
 3. the environment: ``WRAPPED_CMAKE_<SETTING>`` for any setting; PyTorch's own variables
-   ``MAX_JOBS``, ``TORCH_CUDA_ARCH_LIST``, ``CMAKE_BUILD_TYPE`` (``DEBUG=1``,
-   ``REL_WITH_DEB_INFO=1``), ``CMAKE_GENERATOR``, ``CMAKE_ARGS``; and every ``BUILD_*``,
-   ``USE_*`` and ``CMAKE_*`` variable passed through as ``-D`` as
-   ``tools/setup_helpers/cmake.py`` does
+   (each setting's ``env`` and ``env_flags``: ``MAX_JOBS``, ``TORCH_CUDA_ARCH_LIST``,
+   ``CMAKE_BUILD_TYPE``, ``DEBUG=1``, ``REL_WITH_DEB_INFO=1``, ``CMAKE_GENERATOR``,
+   ``CMAKE_ARGS``); and every ``BUILD_*``, ``USE_*`` and ``CMAKE_*`` variable passed through
+   as ``-D`` as ``tools/setup_helpers/cmake.py`` does
 4. the command line (``--jobs``, ``--build-type``, ``-C key=value``, ``-D KEY=VALUE``) or the
    arguments of ``NewDeviceCppExtension``
 
@@ -18,163 +23,86 @@ An unknown key in any layer is an :class:`InputError` naming the key and the lay
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-from .archs import ArchError, parse_arch_list
+from . import convert as conv
+from .archs import parse_arch_list
 from .errors import InputError
 
 BUILD_TYPES = ("Debug", "Release", "RelWithDebInfo", "MinSizeRel")
 TORCH_MODES = ("none", "cpu", "device")
 LAUNCHERS = ("none", "ccache", "sccache")
 MAX_PYPROJECT_BYTES = 4 << 20
-
-
-def _str(v: Any) -> str:
-    if not isinstance(v, str) or not v:
-        raise ValueError(f"expected a non-empty string, got {v!r}")
-    return v
-
-
-def _bool(v: Any) -> bool:
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, str) and v.strip().lower() in ("1", "on", "yes", "true", "y"):
-        return True
-    if isinstance(v, str) and v.strip().lower() in ("0", "off", "no", "false", "n", ""):
-        return False
-    raise ValueError(f"expected true or false, got {v!r}")
-
-
-def _jobs(v: Any) -> int:
-    try:
-        n = int(v)
-    except (TypeError, ValueError):
-        raise ValueError(f"expected a positive integer, got {v!r}") from None
-    if n < 1 or isinstance(v, bool):
-        raise ValueError(f"expected a positive integer, got {v!r}")
-    return n
-
-
-def _choice(*choices: str) -> Callable[[Any], str]:
-    def conv(v: Any) -> str:
-        for c in choices:
-            if isinstance(v, str) and v.lower() == c.lower():
-                return c
-        raise ValueError(f"expected one of {', '.join(choices)}, got {v!r}")
-    return conv
-
-
-def _args(v: Any) -> list[str]:
-    if isinstance(v, str):
-        import shlex  # only on this path: keeps start-up fast
-        return shlex.split(v)
-    if isinstance(v, list) and all(isinstance(x, str) for x in v):
-        return list(v)
-    raise ValueError(f"expected a list of strings, got {v!r}")
-
-
-def _targets(v: Any) -> list[str]:
-    return [t for t in re.split(r"[;,\s]+", v) if t] if isinstance(v, str) else _args(v)
-
-
-def _arch(v: Any) -> str:
-    text = ";".join(v) if isinstance(v, list) else _str(v)
-    try:
-        parse_arch_list(text)
-    except ArchError as e:
-        raise ValueError(str(e)) from None
-    return text
+SPEC = "wrapped_cmake.setting"  # the metadata key of a setting's Spec
 
 
 @dataclass(frozen=True)
-class Field:
-    attr: str
-    convert: Callable[[Any], Any]
-    default: Any
+class Spec:
+    """How one setting is read, besides its default."""
+    convert: conv.Converter
     help: str
-    is_path: bool = False
+    is_path: bool = False  # relative to the layer that set it
+    env: tuple[str, ...] = ()  # PyTorch's variables for it (WRAPPED_CMAKE_<SETTING> always)
+    env_flags: tuple[tuple[str, Any], ...] = ()  # (variable, value): the first one on sets it
+    flags: tuple[str, ...] = ()  # command-line options
+    repeat: bool = False  # a repeatable option (its values form a list)
 
 
-FIELDS: dict[str, Field] = {f.attr.replace("_", "-"): f for f in (
-    Field("backend", _str, "cuda", "backend profile: a name (cuda, metax, ascend, sim) or a .yaml"),
-    Field("build_dir", _str, None, "build directory (default: <source>/build/<backend>)", True),
-    Field("generator", _str, "Ninja", "CMake generator"),
-    Field("build_type", _choice(*BUILD_TYPES), "Release", "CMAKE_BUILD_TYPE"),
-    Field("jobs", _jobs, None, "parallel build jobs (default: the build tool's choice)"),
-    Field("cuda_arch_list", _arch, None, "TORCH_CUDA_ARCH_LIST syntax, e.g. 'Ampere;9.0a+PTX'"),
-    Field("launcher", _choice(*LAUNCHERS), "none", "compiler launcher: ccache or sccache"),
-    Field("targets", _targets, [], "targets to build (default: all)"),
-    Field("install_prefix", _str, None, "CMAKE_INSTALL_PREFIX", True),
-    Field("torch", _choice(*TORCH_MODES), "cpu",
-          "none: ignore torch; cpu: use torch, warn on a device mismatch; device: the build "
-          "links torch's device library, a mismatch is an error"),
-    Field("cmake_args", _args, [], "extra arguments for the configure step"),
-    Field("build_args", _args, [], "extra arguments for the build tool"),
-    Field("compile_commands", _bool, True, "link compile_commands.json into the source root"),
-    Field("presets", _bool, True, "write CMakePresets.json in the source root"),
-    Field("verbose", _bool, False, "show every build line, not only progress"),
-)}
-DEFINE_KEY = "define"
-
-# PyTorch passes these through under another name or although they lack the usual prefix
-PYTORCH_RENAMED = {"_GLIBCXX_USE_CXX11_ABI": "GLIBCXX_USE_CXX11_ABI",
-                   "CUDNN_LIB_DIR": "CUDNN_LIBRARY",
-                   "USE_CUDA_STATIC_LINK": "CAFFE2_STATIC_LINK_CUDA"}
-PYTORCH_SAME_NAME = ("BLAS", "WITH_BLAS", "CUDA_HOST_COMPILER", "CUDA_NVCC_EXECUTABLE",
-                     "CUDA_SEPARABLE_COMPILATION", "CUDNN_LIBRARY", "CUDNN_INCLUDE_DIR",
-                     "CUDNN_ROOT", "ONNX_ML", "ONNX_NAMESPACE", "ATEN_THREADING", "WERROR",
-                     "SELECTED_OP_LIST", "PYTHON_LIB_REL_PATH", "MKL_THREADING")
-# CMake reads these from the environment itself or they map to a setting: never -D
-ENV_NOT_DEFINES = {"CMAKE_BUILD_TYPE", "CMAKE_GENERATOR", "CMAKE_GENERATOR_PLATFORM",
-                   "CMAKE_GENERATOR_TOOLSET", "CMAKE_GENERATOR_INSTANCE", "CMAKE_ARGS",
-                   "CMAKE_BUILD_PARALLEL_LEVEL", "CMAKE_INSTALL_PARALLEL_LEVEL",
-                   "CMAKE_CONFIG_TYPE", "CMAKE_EXPORT_COMPILE_COMMANDS", "CMAKE_NO_VERBOSE",
-                   "CMAKE_COLOR_DIAGNOSTICS", "CMAKE_INSTALL_MODE", "CMAKE_MSVCIDE_RUN_PATH",
-                   "CMAKE_APPLE_SILICON_PROCESSOR", "CMAKE_TLS_VERIFY"}
-ENV_SETTINGS = {"MAX_JOBS": "jobs", "TORCH_CUDA_ARCH_LIST": "cuda-arch-list",
-                "CMAKE_BUILD_TYPE": "build-type", "CMAKE_GENERATOR": "generator",
-                "CMAKE_ARGS": "cmake-args"}
-ENV_PREFIX = "WRAPPED_CMAKE_"
-ENV_RESERVED = {"WRAPPED_CMAKE_PROFILES"}  # the profile search path, not a setting
-_DEFINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.+-]*)(?::[A-Z]+)?=(.*)$", re.S)
+def setting(default: Any, convert: conv.Converter, help: str, **spec: Any) -> Any:
+    """A field of :class:`Settings` that is a setting (see :class:`Spec` for ``spec``)."""
+    meta = {SPEC: Spec(convert, help, **spec)}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=meta)
+    return field(default=default, metadata=meta)
 
 
-@dataclass
-class Layer:
-    """One source of settings: raw values and a label per key."""
-    name: str
-    values: dict[str, tuple[Any, str]] = field(default_factory=dict)
-    defines: dict[str, tuple[str, str]] = field(default_factory=dict)
-    base: Path = Path(".")  # relative paths in this layer are relative to it
-
-
-@dataclass
+@dataclass(frozen=True)
 class Settings:
     source_dir: Path
-    backend: str = "cuda"
-    build_dir: Path = Path("build")
-    generator: str = "Ninja"
-    build_type: str = "Release"
-    jobs: int | None = None
-    cuda_arch_list: str | None = None
-    launcher: str = "none"
-    targets: list[str] = field(default_factory=list)
-    install_prefix: Path | None = None
-    torch: str = "cpu"
-    cmake_args: list[str] = field(default_factory=list)
-    build_args: list[str] = field(default_factory=list)
-    compile_commands: bool = True
-    presets: bool = True
-    verbose: bool = False
+    backend: str = setting("cuda", conv.text, "backend profile: cuda (default), metax, ascend, "
+                           "sim, or a .yaml file", flags=("--backend",))
+    build_dir: Path = setting(None, conv.text, "build directory (default: "  # None until merged
+                              "<source>/build/<backend>)", is_path=True, flags=("--build-dir",))
+    generator: str = setting("Ninja", conv.text, "CMake generator (default: Ninja)",
+                             env=("CMAKE_GENERATOR",), flags=("--generator",))
+    build_type: str = setting(
+        "Release", conv.choice(*BUILD_TYPES), "CMAKE_BUILD_TYPE: Debug, Release, "
+        "RelWithDebInfo or MinSizeRel", env=("CMAKE_BUILD_TYPE",),
+        env_flags=(("DEBUG", "Debug"), ("REL_WITH_DEB_INFO", "RelWithDebInfo")),
+        flags=("--build-type",))
+    jobs: int | None = setting(None, conv.positive_int, "parallel jobs (default: MAX_JOBS or "
+                               "the build tool's)", env=("MAX_JOBS",), flags=("-j", "--jobs"))
+    cuda_arch_list: str | None = setting(
+        None, conv.arch_list, "TORCH_CUDA_ARCH_LIST syntax, e.g. 'Ampere;Hopper' or "
+        "'8.0;9.0a+PTX'", env=("TORCH_CUDA_ARCH_LIST",), flags=("--cuda-arch-list",))
+    launcher: str = setting("none", conv.choice(*LAUNCHERS), "compiler launcher: ccache, "
+                            "sccache or none", flags=("--launcher",))
+    targets: list[str] = setting([], conv.name_list, "build only this target (repeatable, or "
+                                 "comma-separated; default: all)", flags=("--target",),
+                                 repeat=True)
+    install_prefix: Path | None = setting(None, conv.text, "CMAKE_INSTALL_PREFIX", is_path=True,
+                                          flags=("--install-prefix",))
+    torch: str = setting("cpu", conv.choice(*TORCH_MODES), "none: ignore torch; cpu (default): "
+                         "use torch, warn on a device mismatch; device: the build links torch's "
+                         "device library, a mismatch is an error", flags=("--torch",))
+    cmake_args: list[str] = setting([], conv.arg_list, "extra arguments for the configure step",
+                                    env=("CMAKE_ARGS",))
+    build_args: list[str] = setting([], conv.arg_list, "extra arguments for the build tool")
+    compile_commands: bool = setting(True, conv.boolean,
+                                     "link compile_commands.json into the source root")
+    presets: bool = setting(True, conv.boolean, "write CMakePresets.json in the source root")
+    verbose: bool = setting(False, conv.boolean, "show every build line, not only progress",
+                            flags=("--verbose",))
     defines: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # setting -> where it was set
     define_sources: dict[str, str] = field(default_factory=dict)
@@ -194,6 +122,56 @@ class Settings:
         return out
 
 
+@dataclass(frozen=True)
+class Field:
+    """A setting as declared on :class:`Settings`."""
+    key: str  # pyproject.toml and -C key: the attribute with '-' for '_'
+    attr: str
+    default: Any
+    spec: Spec
+
+
+def _fields() -> dict[str, Field]:
+    out = {}
+    for f in dataclasses.fields(Settings):
+        if SPEC in f.metadata:
+            default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+            key = f.name.replace("_", "-")
+            out[key] = Field(key, f.name, default, f.metadata[SPEC])
+    return out
+
+
+ENV_PREFIX = "WRAPPED_CMAKE_"
+FIELDS: dict[str, Field] = _fields()
+DEFINE_KEY = "define"
+# PyTorch passes these through under another name or although they lack the usual prefix
+PYTORCH_RENAMED = {"_GLIBCXX_USE_CXX11_ABI": "GLIBCXX_USE_CXX11_ABI",
+                   "CUDNN_LIB_DIR": "CUDNN_LIBRARY",
+                   "USE_CUDA_STATIC_LINK": "CAFFE2_STATIC_LINK_CUDA"}
+PYTORCH_SAME_NAME = ("BLAS", "WITH_BLAS", "CUDA_HOST_COMPILER", "CUDA_NVCC_EXECUTABLE",
+                     "CUDA_SEPARABLE_COMPILATION", "CUDNN_LIBRARY", "CUDNN_INCLUDE_DIR",
+                     "CUDNN_ROOT", "ONNX_ML", "ONNX_NAMESPACE", "ATEN_THREADING", "WERROR",
+                     "SELECTED_OP_LIST", "PYTHON_LIB_REL_PATH", "MKL_THREADING")
+# CMake reads these from the environment itself, or they set a setting: never -D
+ENV_NOT_DEFINES = {n for f in FIELDS.values() for n in f.spec.env} | {
+    "CMAKE_GENERATOR_PLATFORM", "CMAKE_GENERATOR_TOOLSET", "CMAKE_GENERATOR_INSTANCE",
+    "CMAKE_BUILD_PARALLEL_LEVEL", "CMAKE_INSTALL_PARALLEL_LEVEL", "CMAKE_CONFIG_TYPE",
+    "CMAKE_EXPORT_COMPILE_COMMANDS", "CMAKE_NO_VERBOSE", "CMAKE_COLOR_DIAGNOSTICS",
+    "CMAKE_INSTALL_MODE", "CMAKE_MSVCIDE_RUN_PATH", "CMAKE_APPLE_SILICON_PROCESSOR",
+    "CMAKE_TLS_VERIFY"}
+ENV_RESERVED = {"WRAPPED_CMAKE_PROFILES"}  # the profile search path, not a setting
+_DEFINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.+-]*)(?::[A-Z]+)?=(.*)$", re.S)
+
+
+@dataclass
+class Layer:
+    """One source of settings: raw values and a label per key."""
+    name: str
+    values: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    defines: dict[str, tuple[str, str]] = field(default_factory=dict)
+    base: Path = Path(".")  # relative paths in this layer are relative to it
+
+
 def load_settings(source_dir: str | Path = ".", *, env: Mapping[str, str] | None = None,
                   overrides: Mapping[str, Any] | None = None, defines: list[str] | None = None,
                   config: list[str] | None = None, overrides_source: str = "command line",
@@ -209,29 +187,29 @@ def load_settings(source_dir: str | Path = ".", *, env: Mapping[str, str] | None
 
 
 def merge(source: Path, layers: list[Layer]) -> Settings:
-    s = Settings(source_dir=source)
+    values: dict[str, Any] = {}
+    sources = {key: "default" for key in FIELDS}
     for key, f in FIELDS.items():
-        value, where, base = f.default, "default", source
         for layer in layers:
             if key in layer.values:
-                raw, where = layer.values[key]
-                base = layer.base
-                try:
-                    value = f.convert(raw)
-                except ValueError as e:
-                    problem = str(e) if where.endswith(f": {key}") else f"{key}: {e}"
-                    raise InputError(where, problem) from None
-        if f.is_path and value is not None:
-            value = (base / value).resolve()
-        setattr(s, f.attr, value)
-        s.sources[key] = where
-    for layer in layers:
-        for k, (v, where) in layer.defines.items():
-            s.defines[k] = v
-            s.define_sources[k] = where
-    if s.sources["build-dir"] == "default":
-        s.build_dir = source / "build" / Path(s.backend).stem
-    return s
+                raw, sources[key] = layer.values[key]
+                values[f.attr] = _convert(f, raw, sources[key], layer.base)
+    if "build_dir" not in values:
+        backend = values.get("backend", FIELDS["backend"].default)
+        values["build_dir"] = source / "build" / Path(backend).stem
+    return Settings(source, **values,
+                    defines={k: v for la in layers for k, (v, _) in la.defines.items()},
+                    sources=sources,
+                    define_sources={k: w for la in layers for k, (_, w) in la.defines.items()})
+
+
+def _convert(f: Field, raw: Any, where: str, base: Path) -> Any:
+    try:
+        value = f.spec.convert(raw)
+    except ValueError as e:
+        problem = str(e) if where.endswith(f": {f.key}") else f"{f.key}: {e}"
+        raise InputError(where, problem) from None
+    return (base / value).resolve() if f.spec.is_path else value
 
 
 def pyproject_layer(path: Path) -> Layer:
@@ -275,14 +253,13 @@ def _read_toml(path: Path) -> dict:
 
 def env_layer(env: Mapping[str, str]) -> Layer:
     layer = Layer("environment", base=Path.cwd())
-    flag = lambda name: env.get(name, "").upper() in ("ON", "1", "YES", "TRUE", "Y")  # noqa: E731
-    if flag("DEBUG"):
-        layer.values["build-type"] = ("Debug", "env DEBUG")
-    elif flag("REL_WITH_DEB_INFO"):
-        layer.values["build-type"] = ("RelWithDebInfo", "env REL_WITH_DEB_INFO")
-    for name, key in ENV_SETTINGS.items():
-        if env.get(name):
-            layer.values[key] = (env[name], f"env {name}")
+    for key, f in FIELDS.items():
+        on = [(n, v) for n, v in f.spec.env_flags if _is_on(env.get(n, ""))]
+        if on:
+            layer.values[key] = (on[0][1], f"env {on[0][0]}")
+        for name in f.spec.env:
+            if env.get(name):
+                layer.values[key] = (env[name], f"env {name}")
     for name in sorted(env):
         value = env[name]
         if name.startswith(ENV_PREFIX) and name not in ENV_RESERVED:
@@ -297,6 +274,10 @@ def env_layer(env: Mapping[str, str]) -> Layer:
                 value = ";".join(p for p in value.split(os.pathsep) if p)
             layer.defines[name] = (value, f"env {name}")
     return layer
+
+
+def _is_on(value: str) -> bool:
+    return value.upper() in ("ON", "1", "YES", "TRUE", "Y")
 
 
 def command_layer(overrides: Mapping[str, Any], config: list[str], defines: list[str],
@@ -333,6 +314,26 @@ def _check_key(key: str, where: str, env_var: bool = False) -> None:
         close = difflib.get_close_matches(key, known, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise InputError(where, f"unknown setting {key!r}{hint}; known: {', '.join(FIELDS)}")
+
+
+def add_options(group: Any) -> None:
+    """An ``argparse`` option for each setting that declares flags (dest: its attribute):
+    repeatable ones append, booleans are switches; absent, each is None."""
+    for f in FIELDS.values():
+        if not f.spec.flags:
+            continue
+        kind: dict[str, Any] = {}
+        if f.spec.repeat:
+            kind = {"action": "append", "metavar": f.spec.flags[-1].lstrip("-").upper()}
+        elif f.spec.convert is conv.boolean:
+            kind = {"action": "store_true", "default": None}
+        group.add_argument(*f.spec.flags, dest=f.attr, help=f.spec.help, **kind)
+
+
+def given_options(args: Any) -> dict[str, Any]:
+    """The values of :func:`add_options`' options in parsed ``args``, by setting key (None:
+    not given), as ``overrides`` for :func:`load_settings`."""
+    return {key: getattr(args, f.attr, None) for key, f in FIELDS.items() if f.spec.flags}
 
 
 def _define_value(v: Any, where: str) -> str:
