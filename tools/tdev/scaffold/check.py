@@ -4,7 +4,10 @@ Without the vendor SDK the runtime header is the one the profile declares
 (``csrc/runtime/declared_api/<header>``), so a pass means the generated code is consistent with
 the API **the profile states**, not with the vendor's SDK. When an SDK variable of the profile
 points at a root that has the header (or the vendor is the bundled simulator), the check
-compiles against that instead and says so.
+compiles against that instead and says so; it then also compiles the profile's declarations
+after the SDK's headers (:mod:`.conformance`: every function, typedef, enum value and constant
+as the SDK has it), the collective library's header too where it is found (under the SDK's
+include directory, a root variable of ``collectives.sdk`` or its Python package).
 """
 from __future__ import annotations
 
@@ -13,12 +16,17 @@ import os
 import shutil
 import subprocess
 import sysconfig
+import tempfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .conformance import DeclaredSection, conformance_unit
+from .profiles import ProfileError, VendorProfile, parse_profile
 from .userwork import MarkerError, read_marker
+
+CONFORMANCE_UNIT = "profile-declarations-vs-sdk.cpp"  # generated in a temporary directory
 
 
 class CheckError(ValueError):
@@ -39,6 +47,8 @@ class CheckResult:
     against: str  # "declared" (the profile's declarations), "sdk" or "simulator"
     api_include: Path
     units: list[UnitResult] = field(default_factory=list)
+    headers: tuple[str, ...] = ()  # the SDK headers the declarations were checked against
+    declarations_checked: int = 0
 
     @property
     def ok(self) -> bool:
@@ -48,12 +58,16 @@ class CheckResult:
         where = {"declared": f"the API the {self.vendor} profile declares (not the {self.vendor} SDK)",
                  "sdk": f"the {self.vendor} SDK at {self.api_include}",
                  "simulator": "the bundled simulator's header"}[self.against]
+        if self.against == "sdk" and self.headers:
+            where = (f"the {self.vendor} SDK's {', '.join(self.headers)} at {self.api_include} "
+                     f"({self.declarations_checked} profile declarations checked against them)")
         passed = sum(u.ok for u in self.units)
         return f"syntax check against {where}: {passed}/{len(self.units)} units OK"
 
     def to_json(self) -> dict:
         return {"package_dir": str(self.package_dir), "vendor": self.vendor,
                 "against": self.against, "api_include": str(self.api_include), "ok": self.ok,
+                "headers": list(self.headers), "declarations_checked": self.declarations_checked,
                 "units": [u.__dict__ for u in self.units]}
 
 
@@ -74,22 +88,34 @@ def syntax_check(package_dir: Path, jobs: int = 2, declared_only: bool = False,
     if shutil.which(cxx) is None:
         raise CheckError(f"{cxx}: C++ compiler not found (set CXX)")
     against, api_include = _api_include(package_dir, info, env, declared_only)
-    includes = [package_dir / "csrc", api_include, *_torch_includes(),
+    sections: tuple[DeclaredSection, ...] = ()
+    extra: list[Path] = []
+    if against == "sdk":
+        sections, extra = _sdk_sections(_profile(info), api_include, env)
+    includes = [package_dir / "csrc", api_include, *extra, *_torch_includes(),
                 Path(sysconfig.get_paths()["include"])]
     flags = ["-std=c++20", "-fsyntax-only", *[f"-I{p}" for p in includes]]
     sources = sorted((package_dir / "csrc").rglob("*.cpp"))
     if against == "declared":  # the simulator implements its real header, not the declared one
         sources = [s for s in sources if "simulator" not in s.relative_to(package_dir).parts]
-    if only:
-        sources = [s for s in sources if s.as_posix().endswith(only)]
+    with tempfile.TemporaryDirectory(prefix="tdev-check-") as tmp:
+        unit = conformance_unit(sections) if sections else None
+        if unit is not None:
+            sources.append(Path(tmp) / CONFORMANCE_UNIT)
+            sources[-1].write_text(unit.source)
+        if only:
+            sources = [s for s in sources if s.as_posix().endswith(only)]
 
-    def run(src: Path) -> UnitResult:
-        p = subprocess.run([cxx, *flags, str(src)], capture_output=True, text=True)
-        return UnitResult(str(src.relative_to(package_dir)), p.returncode == 0,
-                          (p.stdout + p.stderr).strip())
+        def run(src: Path) -> UnitResult:
+            p = subprocess.run([cxx, *flags, str(src)], capture_output=True, text=True)
+            name = src.name if src.parent == Path(tmp) else str(src.relative_to(package_dir))
+            return UnitResult(name, p.returncode == 0, (p.stdout + p.stderr).strip())
 
-    units = _run_all(run, sources, jobs, progress or (lambda done, total: None))
-    return CheckResult(package_dir, info.get("vendor", "?"), against, api_include, units)
+        units = _run_all(run, sources, jobs, progress or (lambda done, total: None))
+    checked = unit is not None and any(u.source == CONFORMANCE_UNIT for u in units)
+    return CheckResult(package_dir, info.get("vendor", "?"), against, api_include, units,
+                       headers=unit.headers if checked else (),
+                       declarations_checked=unit.checked if checked else 0)
 
 
 def _run_all(run: Callable[[Path], UnitResult], sources: list[Path], jobs: int,
@@ -118,6 +144,51 @@ def _api_include(package_dir: Path, info: dict, env: dict[str, str],
         if root and (Path(root) / info.get("sdk_include", "include") / header).is_file():
             return "sdk", Path(root) / info.get("sdk_include", "include")
     return "declared", declared
+
+
+def _profile(info: dict) -> VendorProfile:
+    """The profile the package was rendered from, as the marker records it (resolved)."""
+    resolved = (info.get("profile_info") or {}).get("resolved")
+    if not isinstance(resolved, dict):
+        raise CheckError("the scaffold marker records no resolved profile: re-generate the "
+                         "package to check it against the SDK")
+    try:
+        return parse_profile(Path(info.get("profile", "profile")), resolved)
+    except ProfileError as e:
+        raise CheckError(str(e)) from None
+
+
+def _sdk_sections(profile: VendorProfile, api_include: Path,
+                  env: dict[str, str]) -> tuple[tuple[DeclaredSection, ...], list[Path]]:
+    """The declared sections to check against the SDK (the runtime's; the collectives' when
+    their header is found) and the extra include directory that header needs."""
+    rt = profile.runtime
+    sections = [DeclaredSection("runtime", rt.header, rt.declarations)]
+    c = rt.collectives
+    if c is None or not c.native or c.declarations is None or c.header is None:
+        return tuple(sections), []
+    where = _collectives_include(c, api_include, env)
+    if where is None:
+        return tuple(sections), []
+    uid = (c.unique_id.type, c.unique_id.bytes) if c.unique_id else None
+    sections.append(DeclaredSection("collectives", c.header, c.declarations, uid))
+    return tuple(sections), [] if where == api_include else [where]
+
+
+def _collectives_include(c, api_include: Path, env: dict[str, str]) -> Path | None:
+    """Where the collective library's header is: the SDK's include directory, a root variable
+    of ``collectives.sdk``, or its Python package (found without importing it)."""
+    candidates = [api_include]
+    if c.sdk is not None:
+        candidates += [Path(env[var]) / c.sdk.include for var in c.sdk.env if env.get(var)]
+        if c.sdk.python_package:
+            try:
+                spec = importlib.util.find_spec(c.sdk.python_package)
+            except (ImportError, ValueError):
+                spec = None
+            roots = (spec.submodule_search_locations or []) if spec else []
+            candidates += [Path(r) / c.sdk.include for r in roots]
+    return next((p for p in candidates if (p / c.header).is_file()), None)
 
 
 def _torch_includes() -> list[Path]:
