@@ -70,29 +70,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _project_options(p: argparse.ArgumentParser) -> None:
+    from .settings import add_options
     g = p.add_argument_group("project")
-    g.add_argument("--backend", help="backend profile: cuda (default), metax, ascend, sim, "
-                   "or a .yaml file")
     g.add_argument("--source", type=Path, default=Path("."), help="source directory (default: .)")
-    g.add_argument("--build-dir", help="build directory (default: <source>/build/<backend>)")
     s = p.add_argument_group("settings (override pyproject.toml and the environment)")
-    s.add_argument("--build-type", help="Debug, Release, RelWithDebInfo or MinSizeRel")
-    s.add_argument("--generator", help="CMake generator (default: Ninja)")
-    s.add_argument("-j", "--jobs", help="parallel jobs (default: MAX_JOBS or the build tool's)")
-    s.add_argument("--launcher", help="compiler launcher: ccache, sccache or none")
-    s.add_argument("--cuda-arch-list", help="e.g. 'Ampere;Hopper' or '8.0;9.0a+PTX'")
-    s.add_argument("--target", action="append", dest="targets", metavar="TARGET",
-                   help="build only this target (repeatable, or comma-separated); for the "
-                   "standalone torch_cuda build a target set of targets.yaml (default: "
-                   "c10_cuda,_CUDAC)")
-    s.add_argument("--install-prefix", help="CMAKE_INSTALL_PREFIX")
-    s.add_argument("--torch", help="none, cpu (default) or device: see docs")
+    add_options(s)  # one option per setting, declared on wrapped_cmake.settings.Settings
     s.add_argument("-D", action="append", dest="defines", default=[], metavar="KEY=VALUE",
                    help="CMake definition (repeatable)")
     s.add_argument("-C", action="append", dest="config", default=[], metavar="KEY=VALUE",
                    help="any setting by its pyproject key, e.g. -C compile-commands=false")
-    s.add_argument("--verbose", action="store_true", default=None,
-                   help="show every build line, not only progress")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="print the result as JSON")
     o.add_argument("--explain", action="store_true",
@@ -135,13 +121,9 @@ def cmd_env(args: argparse.Namespace) -> int:
 
 def cmd_project(args: argparse.Namespace) -> int:
     from .cmaker import CMaker
-    from .settings import load_settings
+    from .settings import given_options, load_settings
 
-    overrides = {"backend": args.backend, "build-dir": args.build_dir,
-                 "build-type": args.build_type, "generator": args.generator, "jobs": args.jobs,
-                 "launcher": args.launcher, "cuda-arch-list": args.cuda_arch_list,
-                 "targets": args.targets, "install-prefix": args.install_prefix,
-                 "torch": args.torch, "verbose": args.verbose}
+    overrides = given_options(args)
     if not args.source.is_dir():
         raise InputError("--source", f"not a directory: {args.source}")
     if args.targets:
