@@ -16,8 +16,8 @@ FlagGems / vendor / CPU), plus pytest tests. Vendor profiles are YAML files in
 templates/vendors (sim, cuda, metax, ascend); a new chip is a new file."""
 
 EPILOG = """exit codes:
-  0  generated (and --check passed)
-  1  --check found errors
+  0  generated or updated (and --check passed)
+  1  --check found errors, or --update left conflicts (named; see each FILE.conflict)
   2  bad input: unknown vendor, malformed profile, invalid --name/--device, target not empty,
      --force on a package with edited or added files (named; see --discard-changes)
 
@@ -27,6 +27,7 @@ examples:
   /tmp/torch_sim-venv/bin/pip install --no-build-isolation /tmp/torch_sim
   /tmp/torch_sim-venv/bin/python -m pytest -q /tmp/torch_sim/tests
   tdev scaffold --vendor sim --out /tmp/torch_sim --force --discard-changes
+  tdev scaffold --update /tmp/torch_sim
   tdev scaffold --vendor metax --out build/torch_metax --check
   tdev scaffold --vendor ./acme.yaml --name torch_acme"""
 
@@ -47,6 +48,10 @@ def register(sub) -> None:
     p.add_argument("--discard-changes", action="store_true",
                    help="with --force: replace generated files even where they were edited "
                    "(files you added are kept)")
+    p.add_argument("--update", metavar="DIR", type=Path,
+                   help="render DIR (an earlier scaffold output) again with the current "
+                   "templates and profile and merge your edits in, three ways per file; "
+                   "conflicts keep your lines and are written to FILE.conflict (exit 1)")
     p.add_argument("--check", action="store_true", help="then compile every unit with "
                    "-fsyntax-only (against the profile's declared API when the SDK is absent)")
     p.add_argument("--jobs", "-j", type=int, default=2, help="parallel compiles for --check")
@@ -57,8 +62,6 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tdev.cli.main import EXIT_FINDINGS, EXIT_OK, UserError
-    from tdev.cli.progress import Progress
-    from tdev.scaffold.check import CheckError, syntax_check
     from tdev.scaffold.profiles import ProfileError, available_vendors, load_profile
     from tdev.scaffold.scaffold import ScaffoldError, scaffold
 
@@ -76,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
             for name, desc in rows:
                 print(f"{name:<10} {desc}")
         return EXIT_OK
+    if args.update is not None:
+        return _update(args)
     if not args.vendor:
         raise UserError("scaffold: --vendor is required (see --list-vendors)")
     try:
@@ -84,20 +89,8 @@ def run(args: argparse.Namespace) -> int:
     except ScaffoldError as e:
         raise UserError(str(e)) from None
     report = result.to_json()
-    check = None
-    if args.check:
-        bar = Progress("checking")
-        try:
-            check = syntax_check(result.out, jobs=args.jobs, progress=bar)
-        except CheckError as e:
-            raise UserError(str(e)) from None
-        finally:
-            bar.close()
-        report["check"] = check.to_json()
-    if args.json:
-        json.dump(report, sys.stdout, indent=1)
-        sys.stdout.write("\n")
-    else:
+    check = _check(args, result.out, report)
+    if not args.json:
         verb = "replaced" if result.replaced else "created"
         print(f"{verb} {result.out}: package {result.package}, device '{result.device}', "
               f"vendor {result.vendor} ({len(result.files)} files)")
@@ -108,14 +101,83 @@ def run(args: argparse.Namespace) -> int:
         print("next (a virtual environment: an installed package loads on every `import torch`):")
         for step in next_steps(result.out):
             print(f"  {step}")
-        if check is not None:
-            print(check.describe())
-            for unit in check.units:
-                if not unit.ok:
-                    print(f"  FAILED {unit.source}", file=sys.stderr)
-                    for line in unit.output.splitlines()[:12]:
-                        print(f"    {line}", file=sys.stderr)
+    _print_check(args, check, report)
     return EXIT_FINDINGS if check is not None and not check.ok else EXIT_OK
+
+
+UPDATE_LINES = (("updated", "updated"), ("merged", "merged with your edits"),
+                ("edited", "your edits kept"), ("added", "added"), ("removed", "removed"),
+                ("kept", "no longer generated, kept (you edited them)"),
+                ("deleted", "you deleted them, left deleted"))
+
+
+def _update(args: argparse.Namespace) -> int:
+    from tdev.cli.main import EXIT_FINDINGS, EXIT_OK, UserError
+    from tdev.scaffold.scaffold import ScaffoldError
+    from tdev.scaffold.update import update
+
+    given = [flag for flag, value in (("--out", args.out), ("--name", args.name),
+                                      ("--device", args.device), ("--force", args.force),
+                                      ("--discard-changes", args.discard_changes)) if value]
+    if given:
+        raise UserError(f"scaffold: --update takes the package's names from its marker; "
+                        f"{', '.join(given)} does not apply")
+    try:
+        result = update(args.update, vendor=args.vendor)
+    except ScaffoldError as e:
+        raise UserError(str(e)) from None
+    report = result.to_json()
+    check = _check(args, result.out, report)
+    if not args.json:
+        print(f"updated {result.out}: package {result.package}, device '{result.device}', "
+              f"vendor {result.vendor}")
+        for status, words in UPDATE_LINES:
+            paths = result.with_status(status)
+            if paths:
+                print(f"  {words}: {', '.join(paths)}")
+        if result.added:
+            print(f"  kept the files you added: {', '.join(result.added)}")
+        if result.conflicts:
+            print(f"conflicts in {len(result.conflicts)} file(s), your lines kept: "
+                  + ", ".join(f"{c.path} (see {c.conflict_file})" for c in result.conflicts)
+                  + "; resolve them, then delete the .conflict files", file=sys.stderr)
+    _print_check(args, check, report)
+    failed = not result.ok or (check is not None and not check.ok)
+    return EXIT_FINDINGS if failed else EXIT_OK
+
+
+def _check(args: argparse.Namespace, out: Path, report: dict):
+    """The --check result for ``out`` (None without --check), also put in ``report``."""
+    if not args.check:
+        return None
+    from tdev.cli.main import UserError
+    from tdev.cli.progress import Progress
+    from tdev.scaffold.check import CheckError, syntax_check
+
+    bar = Progress("checking")
+    try:
+        check = syntax_check(out, jobs=args.jobs, progress=bar)
+    except CheckError as e:
+        raise UserError(str(e)) from None
+    finally:
+        bar.close()
+    report["check"] = check.to_json()
+    return check
+
+
+def _print_check(args: argparse.Namespace, check, report: dict) -> None:
+    if args.json:
+        json.dump(report, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return
+    if check is None:
+        return
+    print(check.describe())
+    for unit in check.units:
+        if not unit.ok:
+            print(f"  FAILED {unit.source}", file=sys.stderr)
+            for line in unit.output.splitlines()[:12]:
+                print(f"    {line}", file=sys.stderr)
 
 
 def next_steps(out: Path) -> list[str]:
