@@ -192,3 +192,55 @@ def test_arch_list_rejects_invalid_entries(text, fragment):
     with pytest.raises(ArchError) as e:
         parse_arch_list(text)
     assert fragment in str(e.value)
+
+
+def test_each_setting_is_declared_once_on_the_dataclass():
+    """FIELDS, the environment's PyTorch variables and the options all come from Settings."""
+    import dataclasses
+
+    from wrapped_cmake.settings import ENV_NOT_DEFINES, FIELDS, SPEC, Settings
+    declared = [f.name for f in dataclasses.fields(Settings) if SPEC in f.metadata]
+    assert [f.attr for f in FIELDS.values()] == declared
+    assert list(FIELDS) == [a.replace("_", "-") for a in declared]
+    assert FIELDS["jobs"].spec.env == ("MAX_JOBS",) and "MAX_JOBS" in ENV_NOT_DEFINES
+    assert FIELDS["targets"].default == [] and FIELDS["targets"].default is not \
+        Settings(Path(".")).targets  # a list default is never shared
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        load_settings(Path("."), env={}).jobs = 3  # type: ignore[misc]
+
+
+def test_docs_table_lists_every_setting_with_its_default():
+    doc = (Path(__file__).parents[1] / "docs" / "wrapped-cmake.md").read_text()
+    from wrapped_cmake.settings import FIELDS
+    rows = {}
+    for line in doc.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| `") and len(cells) == 3:
+            for key in cells[0].replace("`", "").split(","):
+                rows[key.strip()] = cells[1]
+    assert set(rows) == set(FIELDS)
+    for key, f in FIELDS.items():
+        if isinstance(f.default, bool):
+            assert rows[key] == f"`{str(f.default).lower()}`", key
+        elif isinstance(f.default, str):
+            assert rows[key] == f"`{f.default}`", key
+
+
+def test_every_setting_with_flags_is_an_option_and_gives_an_override(tmp_path):
+    from wrapped_cmake.cli import build_parser
+    from wrapped_cmake.settings import FIELDS, given_options
+    args = build_parser().parse_args(
+        ["build", "--backend", "sim", "--build-dir", "b", "--generator", "Unix Makefiles",
+         "--build-type", "Debug", "-j", "4", "--cuda-arch-list", "8.0", "--launcher", "ccache",
+         "--target", "a", "--target", "b", "--install-prefix", "p", "--torch", "none",
+         "--verbose"])
+    given = given_options(args)
+    assert set(given) == {k for k, f in FIELDS.items() if f.spec.flags}
+    assert None not in given.values()
+    s = load_settings(tmp_path, env={}, overrides=given)
+    assert (s.backend, s.generator, s.build_type, s.jobs, s.cuda_arch_list, s.launcher,
+            s.targets, s.torch, s.verbose) == ("sim", "Unix Makefiles", "Debug", 4, "8.0",
+                                               "ccache", ["a", "b"], "none", True)
+    assert set(s.sources.values()) - {"default"} == {f"command line: {k}" for k in given}
+    unset = given_options(build_parser().parse_args(["build"]))
+    assert set(unset.values()) == {None}  # an option not given leaves the layers below

@@ -30,11 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
-
 from . import convert as conv
 from .archs import parse_arch_list
 from .errors import InputError
@@ -237,6 +232,10 @@ def pyproject_layer(path: Path) -> Layer:
 def _read_toml(path: Path) -> dict:
     """A pyproject.toml as hostile input: a regular file of at most 4 MiB, strict UTF-8, and
     a nesting deep enough to exhaust the parser refused; each problem one InputError."""
+    try:  # only on this path: keeps start-up fast (the parser is built for every command)
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
     from .torch_manifest import read_regular
     raw = read_regular(path, MAX_PYPROJECT_BYTES)
     try:
