@@ -1,5 +1,6 @@
-"""Fuzz tests of wrapped-cmake's readers of user documents: the extraction's MANIFEST.json
-(wrapped_cmake.torch_manifest), backend profiles (wrapped_cmake.profile) and pyproject.toml
+"""Fuzz tests of the readers of user documents a wrapped-cmake build meets: the extraction's
+MANIFEST.json (tdev.extract.manifest, the one manifest model the standalone build reads, and the
+accessors the build uses), backend profiles (wrapped_cmake.profile) and pyproject.toml
 (wrapped_cmake.settings). Each input either gives a value or an InputError (one line, exit
 2), within the time bound. Inputs are mutations of real valid documents, so that they reach
 the per-field checks, not only the JSON/YAML/TOML parsers."""
@@ -13,14 +14,14 @@ from hypothesis import given, strategies as st
 from wrapped_cmake.errors import InputError
 from wrapped_cmake.profile import BUILTIN_DIR, parse_profile
 from wrapped_cmake.settings import pyproject_layer
-from wrapped_cmake.torch_manifest import load_manifest
+from tdev.extract.manifest import ManifestError, load_manifest
 
 from fuzzing import FUZZ, bounded_time
 
 VALID_MANIFEST = {
     "schema": 1, "tool": "tdev extract", "torch": {"version": "2.6.0a0", "commit": None},
-    "torch_source": "../../pytorch",
-    "files": [
+    "torch_source": "../../pytorch", "layout": {"source": "layout.yaml", "sha256": "4" * 64},
+    "counts": {}, "files": [
         {"role": "moved", "source": "c10/cuda/CUDAStream.cpp",
          "path": "torch_cuda/csrc/c10/cuda/CUDAStream.cpp", "sha256": "0" * 64, "size": 10},
         {"role": "region", "source": "c10/macros/Macros.h", "lines": [249, 301],
@@ -66,16 +67,19 @@ def manifests(draw) -> bytes:
 @FUZZ
 @given(data=manifests())
 def test_fuzz_manifest_loader(tmp_path_factory, data):
-    path = tmp_path_factory.mktemp("m") / "MANIFEST.json"
+    root = tmp_path_factory.mktemp("m")
+    path = root / "MANIFEST.json"
     path.write_bytes(data)
     with bounded_time("MANIFEST.json"):
         try:
-            m = load_manifest(path)
-        except InputError as e:
+            m = load_manifest(root)
+        except ManifestError as e:
             assert "\n" not in str(e) and str(path) in str(e)
             return
-    assert all(not e.source.startswith("/") and ".." not in e.source.split("/")
-               for e in m.entries.values())
+        tree = m.torch_tree()
+    assert tree is None or tree.is_absolute()
+    assert all(not s.startswith("/") and ".." not in s.split("/")
+               for s in list(m.sources) + [r.source for r in m.regions])
 
 
 PROFILE_TEXT = (BUILTIN_DIR / "cuda.yaml").read_text()

@@ -11,19 +11,21 @@ from pathlib import Path
 
 import pytest
 
-from wrapped_cmake.errors import InputError
+from tdev.build.estimate import DEFAULT_SECONDS, ccache_hits, make_plan, parse_ninja_log, record_unit_times
+from tdev.build.inputs import resolve_inputs, standalone_settings
+from tdev.build.stage import changed, stage_sources
+from tdev.build.standalone import sources_cmake
+from tdev.build.targets import glob_match, load_target_sets
+from tdev.extract.manifest import ManifestError, load_manifest
 from wrapped_cmake.builddir import claim
-from wrapped_cmake.plan import DEFAULT_SECONDS, ccache_hits, make_plan, parse_ninja_log, record_unit_times
+from wrapped_cmake.errors import InputError
 from wrapped_cmake.settings import load_settings
-from wrapped_cmake.standalone import resolve_inputs, sources_cmake, standalone_settings
-from wrapped_cmake.standalone_stage import stage_sources
-from wrapped_cmake.standalone_testing import extract_for_tests
 from wrapped_cmake.testing import clean_env
-from wrapped_cmake.torch_manifest import load_manifest
-from wrapped_cmake.torch_targets import glob_match, load_target_sets
 
-from test_standalone_support import (CUDA_FILE, OVERLAY, REPO, cli as _cli, readme_build_line,
-                                     run_readme_line, series_with as _series)
+from test_standalone_support import (CUDA_FILE, OVERLAY, REPO, cli as _cli, extract_for_tests,
+                                     readme_build_line, run_readme_line, series_with as _series)
+
+LAYOUT = {"source": "layout.yaml", "sha256": "0" * 64}
 
 
 def _tree(root: Path) -> Path:
@@ -39,7 +41,7 @@ def _tree(root: Path) -> Path:
     return root
 
 
-def _extract(tree: Path, out: Path, version: str | None = "2.6.0", **extra) -> Path:
+def _extract(tree: Path, out: Path, version: str = "2.6.0", **extra) -> Path:
     """An extraction in the schema `tdev extract` writes, the tree recorded relative to it."""
     entries = []
     for src in sorted(p for p in (tree / "c10" / "cuda").rglob("*") if p.is_file()):
@@ -51,7 +53,8 @@ def _extract(tree: Path, out: Path, version: str | None = "2.6.0", **extra) -> P
                         "sha256": hashlib.sha256(src.read_bytes()).hexdigest(),
                         "size": src.stat().st_size})
     doc = {"schema": 1, "tool": "tdev extract", "torch": {"version": version, "commit": None},
-           "torch_source": os.path.relpath(tree, out), "files": entries, **extra}
+           "torch_source": os.path.relpath(tree, out), "layout": LAYOUT, "counts": {},
+           "files": entries, **extra}
     (out / "MANIFEST.json").write_text(json.dumps(doc))
     return out
 
@@ -66,47 +69,62 @@ def small(tmp_path):
 
 def test_manifest_maps_original_paths_to_destinations(small):
     tree, ext = small
-    m = load_manifest(ext / "MANIFEST.json")
-    assert m.torch_source == tree and m.torch_version == "2.6.0"
+    m = load_manifest(ext)
+    assert m.torch_tree() == tree and m.torch_version == "2.6.0"
     assert m.file(CUDA_FILE) == ext / "torch_cuda/csrc" / CUDA_FILE
     assert [e.source for e in m.under("c10/cuda")][0] == CUDA_FILE
-    assert not m.changed(m.entries[CUDA_FILE])
+    assert not changed(m, m.sources[CUDA_FILE])
     m.file(CUDA_FILE).write_text("edited\n")
-    assert m.changed(m.entries[CUDA_FILE])
+    assert changed(m, m.sources[CUDA_FILE])
+
+
+def _entry(role: str, path: str, source: str | None = None, **more) -> dict:
+    d = {"role": role, "path": path, "sha256": "0" * 64, "size": 1, **more}
+    return d if source is None else {**d, "source": source}
 
 
 def test_manifest_schema_of_tdev_extract(tmp_path):
     doc = {"schema": 1, "tool": "tdev extract", "torch": {"version": "2.6.0a0", "commit": None},
-           "files": [
-               {"role": "moved", "source": CUDA_FILE, "path": f"torch_cuda/csrc/{CUDA_FILE}",
-                "sha256": "0" * 64},
-               {"role": "region", "source": "c10/macros/Macros.h", "lines": [249, 301],
-                "path": "torch_cuda/csrc/regions/c10/macros/Macros.h/L249-301.inc"},
-               {"role": "region", "source": "c10/macros/Macros.h", "lines": [309, 309],
-                "path": "torch_cuda/csrc/regions/c10/macros/Macros.h/L309-309.inc"},
-               {"role": "patch", "source": "c10/macros/Macros.h",
-                "path": "torch_patches/0022-split-c10-macros-Macros-h.patch"},
-               {"role": "report", "path": "EXTRACT_REPORT.json"}]}
+           "layout": LAYOUT, "counts": {}, "files": [
+               _entry("moved", f"torch_cuda/csrc/{CUDA_FILE}", CUDA_FILE),
+               _entry("region", "torch_cuda/csrc/regions/c10/macros/Macros.h/L249-301.inc",
+                      "c10/macros/Macros.h", lines=[249, 301]),
+               _entry("region", "torch_cuda/csrc/regions/c10/macros/Macros.h/L309-309.inc",
+                      "c10/macros/Macros.h", lines=[309, 309]),
+               _entry("patch", "torch_patches/0022-split-c10-macros-Macros-h.patch",
+                      "c10/macros/Macros.h"),
+               _entry("report", "EXTRACT_REPORT.json")]}
     (tmp_path / "MANIFEST.json").write_text(json.dumps(doc))
-    m = load_manifest(tmp_path / "MANIFEST.json")
-    assert (m.torch_version, m.torch_source) == ("2.6.0a0", None)
-    assert list(m.entries) == [CUDA_FILE]  # the patch entry does not hide a file mapping
-    assert [r.destination.rsplit("/", 1)[1] for r in m.regions] == ["L249-301.inc",
-                                                                   "L309-309.inc"]
+    m = load_manifest(tmp_path)
+    assert (m.torch_version, m.torch_tree()) == ("2.6.0a0", None)
+    assert list(m.sources) == [CUDA_FILE]  # the patch entry does not hide a file mapping
+    assert [r.path.rsplit("/", 1)[1] for r in m.regions] == ["L249-301.inc", "L309-309.inc"]
 
 
 @pytest.mark.parametrize("files, problem", [
-    ([{"role": "moved", "source": "c10/cuda/a.cpp", "path": "../../etc/passwd"}], "escapes"),
-    ([{"role": "moved", "source": "/abs/a.cpp", "path": "a.cpp"}], "not relative"),
-    ([{"role": "moved", "path": "a.cpp"}], "role moved needs a 'source' path"),
-    ([{"role": "moved", "source": "c10/cuda/a.cpp"}], "'path' must be a non-empty string"),
-    ([{"role": "copied", "source": "c10/cuda/a.cpp", "path": "a.cpp"}], "'role' must be one of"),
-    ("nope", "must be a list"),
+    ([_entry("moved", "../../etc/passwd", "c10/cuda/a.cpp")], "leaves the output directory"),
+    ([_entry("moved", "a.cpp", "/abs/a.cpp")], "source refused.*absolute"),
+    ([_entry("region", "a.cpp", "c10/../../a.cpp")], "source refused.*leaves"),
+    ([_entry("moved", "a.cpp")], "role moved needs a source"),
+    ([{"role": "moved", "source": "c10/cuda/a.cpp"}], "path must be a non-empty string"),
+    ([_entry("copied", "a.cpp", "c10/cuda/a.cpp")], "role must be one of"),
+    ("nope", "files must be a list"),
 ])
 def test_manifest_refuses_bad_entries(tmp_path, files, problem):
-    (tmp_path / "MANIFEST.json").write_text(json.dumps({"files": files}))
-    with pytest.raises(InputError, match=problem):
-        load_manifest(tmp_path / "MANIFEST.json")
+    (tmp_path / "MANIFEST.json").write_text(json.dumps(
+        {"schema": 1, "tool": "tdev extract", "torch": {"version": "2.6.0", "commit": None},
+         "layout": LAYOUT, "counts": {}, "files": files}))
+    with pytest.raises(ManifestError, match=problem):
+        load_manifest(tmp_path)
+
+
+def test_build_refuses_a_listed_file_behind_a_symlink_out_of_the_extraction(small, tmp_path):
+    tree, ext = small
+    target = ext / "torch_cuda" / "csrc" / CUDA_FILE
+    target.unlink()
+    target.symlink_to(tree / CUDA_FILE)  # outside the extraction
+    with pytest.raises(InputError, match="resolves outside"):
+        stage_sources(load_manifest(ext), tree, OVERLAY, tmp_path / "src", [], "2.6.0a0")
 
 
 # --- target sets -----------------------------------------------------------------------------
@@ -166,7 +184,7 @@ def test_staging_patches_copies_never_the_extraction(small, tmp_path):
     old = (tree / CUDA_FILE).read_text()
     new = old.replace("return 1;", "return 1;  // patched for the standalone build")
     series = _series(tmp_path / "series", "0001-test", CUDA_FILE, old, new)
-    m = load_manifest(ext / "MANIFEST.json")
+    m = load_manifest(ext)
     root = tmp_path / "build" / "src"
     r = stage_sources(m, tree, OVERLAY, root, [series, REPO / "torch_patches"], "2.6.0a0")
     assert [(p.name, p.state) for p in r.patches] == [("0001-test.patch", "applied-now")]
@@ -187,7 +205,7 @@ def test_patch_already_in_the_extraction_and_conflicts(small, tmp_path):
     tree, ext = small
     old = (tree / CUDA_FILE).read_text()
     new = old.replace("return 1;", "return 2;")
-    m = load_manifest(ext / "MANIFEST.json")
+    m = load_manifest(ext)
     m.file(CUDA_FILE).write_text(new)  # extracted from an already patched tree
     series = _series(tmp_path / "s1", "0001-two", CUDA_FILE, old, new)
     r = stage_sources(m, tree, OVERLAY, tmp_path / "b1", [series], "2.6.0a0")
@@ -261,7 +279,7 @@ def test_cli_clean_only_removes_a_standalone_build_directory(small, tmp_path):
     (build / "stage2").mkdir(parents=True)
     out = _cli("clean", "--backend", "cuda", "--source", str(ext), "--all")
     assert out.returncode == 2 and "refusing to clean it" in out.stderr and build.exists()
-    m = load_manifest(ext / "MANIFEST.json")
+    m = load_manifest(ext)
     stage_sources(m, tree, OVERLAY, build / "src", [], "2.6.0a0")
     out = _cli("clean", "--backend", "cuda", "--source", str(ext), "--all")
     assert out.returncode == 2 and build.exists()  # staged, but not a directory it created

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from wrapped_cmake.standalone_testing import extract_for_tests
+from tdev.extract.manifest import load_manifest
 from wrapped_cmake.testing import clean_env
-from wrapped_cmake.torch_manifest import load_manifest
 
 from test_standalone_support import (CCACHE_DIR, CUDA_FILE, REPO, SMOKE, cli as _cli,
-                                     run_readme_line, series_with as _series)
+                                     extract_for_tests, run_readme_line, series_with as _series)
 
 
 # --- the real build (Must-show 1) ------------------------------------------------------------
@@ -37,7 +36,7 @@ def _smoke(build: Path, cwd: Path) -> dict[str, str]:
 def test_two_stage_build_of_the_real_extraction(pytorch_tree, tmp_path):
     ext = tmp_path / "third_device" / "torch_cuda"
     print(f"extraction: {extract_for_tests(pytorch_tree, ext)}")
-    m = load_manifest(ext / "MANIFEST.json")
+    m = load_manifest(ext)
     # the README's build line, verbatim, from the directory holding the extraction: the tree
     # comes from MANIFEST.json (no -D TORCH_SOURCE_DIR); ccache and -j2 via the environment
     env = clean_env(CCACHE_DIR=str(CCACHE_DIR), WRAPPED_CMAKE_LAUNCHER="ccache", MAX_JOBS="2")

@@ -1,13 +1,21 @@
 """Helpers shared by the tests of the standalone torch_cuda build (test_standalone_*.py import
-them; no tests here)."""
+them; no tests here), the GPU smoke run and the docs' examples.
+
+:func:`extract_for_tests` makes an extraction of a real PyTorch tree: with ``tdev extract``, or
+(``only``: a few path prefixes) a stand-in that copies the scanner's ``kind: cuda`` files to
+destinations that deliberately differ from their original paths (``torch_cuda/csrc/<path>``)
+and writes the ``MANIFEST.json`` through tdev's own manifest writer. Either way the build can
+only find its sources through the manifest."""
 from __future__ import annotations
 
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from tdev.extract import manifest
 from tdev.patch.diff import format_file_patch, make_file_patch
 from wrapped_cmake.testing import clean_env
 
@@ -16,6 +24,62 @@ OVERLAY = REPO / "third_device" / "torch_cuda_overlay"
 SMOKE = OVERLAY / "smoke_test.py"
 CCACHE_DIR = Path.home() / ".cache" / "tdev" / "ccache-standalone"
 CUDA_FILE = "c10/cuda/CUDAMiscFunctions.cpp"
+STAND_IN_PREFIX = "torch_cuda/csrc"
+
+
+def extract_for_tests(tree: Path, out: Path, only: tuple[str, ...] = ()) -> str:
+    """Extract ``tree`` into ``out`` (``.../third_device/torch_cuda``); returns which way was
+    used: ``"tdev extract"`` or ``"stand-in"``. ``only`` limits the stand-in to path prefixes."""
+    if not only:
+        subprocess.run([sys.executable, "-m", "tdev", "extract", str(tree), "--out", str(out)],
+                       check=True, capture_output=True)
+        return "tdev extract"
+    stand_in_extract(tree, out, only)
+    return "stand-in"
+
+
+def stand_in_extract(tree: Path, out: Path, only: tuple[str, ...] = ()) -> Path:
+    from tdev.scan.scanner import scan
+
+    result = scan(tree)
+    entries = []
+    for finding in result.by_kind("cuda"):
+        if only and not finding.path.startswith(only):
+            continue
+        data = (tree / finding.path).read_bytes()
+        dest = f"{STAND_IN_PREFIX}/{finding.path}"
+        (out / dest).parent.mkdir(parents=True, exist_ok=True)
+        (out / dest).write_bytes(data)
+        entries.append(manifest.Entry(dest, manifest.sha256(data), len(data), "moved",
+                                      finding.path))
+    doc = manifest.render(entries, {"version": result.torch_version, "commit": None},
+                          {"source": "stand-in", "sha256": "0" * 64}, {"moved": len(entries)},
+                          str(tree))
+    (out / "MANIFEST.json").write_bytes(doc)
+    return out / "MANIFEST.json"
+
+
+def copy_tree_subset(tree: Path, out: Path) -> Path:
+    """The part of a PyTorch tree stage 1 reads (c10, cmake/public/utils.cmake, version.txt):
+    small enough to carry to another machine."""
+    for rel in ("c10", "cmake/public/utils.cmake", "version.txt"):
+        src, dst = tree / rel, out / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst, dirs_exist_ok=True)
+        else:
+            shutil.copy2(src, dst)
+    return out
+
+
+def maps_of(pid: str = "self") -> list[str]:
+    """Shared objects mapped into a process (``/proc/<pid>/maps``)."""
+    paths = set()
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        parts = line.split(maxsplit=5)
+        if len(parts) == 6 and ".so" in parts[5]:
+            paths.add(parts[5])
+    return sorted(paths)
 
 
 def series_with(root: Path, name: str, path: str, old: str, new: str, applies: str = ">=2.6,<2.7"):

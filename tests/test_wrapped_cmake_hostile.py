@@ -52,6 +52,7 @@ def extraction(tree: Path, out: Path, torch_source: str | None, version: str = "
                         "size": src.stat().st_size,
                         "sha256": hashlib.sha256(src.read_bytes()).hexdigest()})
     doc = {"schema": 1, "tool": "tdev extract", "torch": {"version": version, "commit": None},
+           "layout": {"source": "layout.yaml", "sha256": "0" * 64}, "counts": {},
            "files": entries if files is None else files}
     if torch_source is not None:
         doc["torch_source"] = torch_source
@@ -120,7 +121,7 @@ def test_readme_plan_works_without_the_tree_and_estimates_from_defaults(tmp_path
 
 def test_manifest_records_the_tree_relative_to_itself(tmp_path):
     from wrapped_cmake.settings import load_settings
-    from wrapped_cmake.standalone import resolve_inputs, standalone_settings
+    from tdev.build.inputs import resolve_inputs, standalone_settings
 
     tree = tiny_tree(tmp_path / "pytorch")
     ext = extraction(tree, tmp_path / "third_device" / "torch_cuda", "../../pytorch")
@@ -142,39 +143,45 @@ def test_manifest_tree_of_another_version_names_both(tmp_path):
 
 
 def test_manifest_only_reads_the_keys_tdev_extract_writes(tmp_path):
-    """No guessed aliases: a `dest` key or a top-level `torch_version` is not the schema."""
-    from wrapped_cmake.errors import InputError
-    from wrapped_cmake.torch_manifest import load_manifest
+    """No guessed aliases: a `dest` key or a top-level `torch_version` is not the schema (the
+    build reads MANIFEST.json through tdev's one manifest model)."""
+    from tdev.extract.manifest import ManifestError, load_manifest
 
+    head = {"schema": 1, "tool": "tdev extract", "torch": {"version": "2.6.0", "commit": None},
+            "layout": {}, "counts": {}}
     p = tmp_path / "MANIFEST.json"
-    p.write_text(json.dumps({"schema": 1, "torch": {"version": "2.6.0"},
-                             "files": [{"source": "c10/cuda/A.cpp", "dest": "x/A.cpp",
-                                        "role": "moved"}]}))
-    with pytest.raises(InputError, match=r"files\[0\]: 'path' must be"):
-        load_manifest(p)
-    p.write_text(json.dumps({"schema": 1, "torch_version": "2.6.0", "files": []}))
-    assert load_manifest(p).torch_version is None
+    p.write_text(json.dumps({**head, "files": [{"source": "c10/cuda/A.cpp", "dest": "x/A.cpp",
+                                                "role": "moved"}]}))
+    with pytest.raises(ManifestError, match=r"files\[0\]: path must be"):
+        load_manifest(tmp_path)
+    p.write_text(json.dumps({"schema": 1, "tool": "tdev extract", "torch_version": "2.6.0",
+                             "layout": {}, "counts": {}, "files": []}))
+    with pytest.raises(ManifestError, match="torch must be an object"):
+        load_manifest(tmp_path)
+
+
+HEAD = {"schema": 1, "tool": "tdev extract", "torch": {"version": "2.6.0", "commit": None},
+        "layout": {}, "counts": {}}
 
 
 @pytest.mark.parametrize("name, text, fragment", [
     ("deep", "[" * 100_000 + "]" * 100_000, "nested too deeply"),
-    ("infinity", json.dumps({"schema": 1, "torch": {"version": "2.6.0"}, "files": [
+    ("infinity", json.dumps({**HEAD, "files": [
         {"path": "a/A.cpp", "source": "c10/cuda/A.cpp", "role": "moved", "sha256": "0" * 64,
          "size": 1}]}).replace('"size": 1', '"size": -Infinity'), "-Infinity"),
-    ("string-entry", json.dumps({"schema": 1, "torch": {"version": "2.6.0"},
-                                 "files": ["c10/cuda/A.cpp"]}), "files[0]: expected an object"),
-    ("null-entry", json.dumps({"schema": 1, "torch": {"version": "2.6.0"}, "files": [None]}),
-     "files[0]: expected an object"),
-    ("list-files", json.dumps({"schema": 1, "torch": {"version": "2.6.0"}, "files": {"a": 1}}),
-     "'files' must be a list"),
-    ("nul", json.dumps({"schema": 1, "torch": {"version": "2.6.0"}, "files": [
+    ("string-entry", json.dumps({**HEAD, "files": ["c10/cuda/A.cpp"]}),
+     "files[0]: must be an object"),
+    ("null-entry", json.dumps({**HEAD, "files": [None]}), "files[0]: must be an object"),
+    ("list-files", json.dumps({**HEAD, "files": {"a": 1}}), "files must be a list"),
+    ("nul", json.dumps({**HEAD, "files": [
         {"path": "a/A\u0000.cpp", "source": "c10/cuda/A.cpp", "role": "moved"}]}), "NUL"),
-    ("size-type", json.dumps({"schema": 1, "torch": {"version": "2.6.0"}, "files": [
-        {"path": "a/A.cpp", "source": "c10/cuda/A.cpp", "role": "moved", "size": "1"}]}),
-     "'size' must be"),
+    ("size-type", json.dumps({**HEAD, "files": [
+        {"path": "a/A.cpp", "source": "c10/cuda/A.cpp", "role": "moved", "sha256": "0" * 64,
+         "size": "1"}]}), "size must be"),
     ("not-utf8", b"{\"files\": [\xff]}", "UTF-8"),
-    ("torch-source-type", json.dumps({"schema": 1, "torch_source": 5, "files": []}),
-     "'torch_source' must be"),
+    ("torch-source-type", json.dumps({**HEAD, "torch_source": 5, "files": []}),
+     "torch_source must be"),
+    ("not-tdev", json.dumps({"schema": 1, "files": []}), "not a tdev extract manifest"),
 ], ids=lambda v: v if isinstance(v, str) and len(v) < 20 else "")
 def test_hostile_manifest_is_one_line_exit_2(tmp_path, name, text, fragment):
     ext = tmp_path / "third_device" / "torch_cuda"

@@ -132,10 +132,10 @@ def cmd_project(args: argparse.Namespace) -> int:
     settings = load_settings(args.source, overrides=overrides, defines=args.defines,
                              config=args.config)
     echo = None if (args.json or args.quiet) else (lambda line: print(line, flush=True))
-    if _standalone(args, settings):
-        from .cli_standalone import cmd_standalone
-        from .standalone import standalone_settings
-        return cmd_standalone(args, standalone_settings(settings), echo)
+    builder = _source_builder(args, settings)
+    if builder is not None:  # not a CMake project: e.g. tdev's standalone torch_cuda build
+        from .sources import SourceRequest
+        return builder.run(SourceRequest(args.command, args, settings, echo))
     cmaker = CMaker(settings, echo=echo)
     if args.explain:
         return explain(cmaker, args.json)
@@ -162,19 +162,16 @@ def cmd_project(args: argparse.Namespace) -> int:
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
-def _standalone(args: argparse.Namespace, settings) -> bool:
-    """An extraction (MANIFEST.json, no CMakeLists.txt) built with the cuda backend."""
-    if getattr(args, "plan", False):
+def _source_builder(args: argparse.Namespace, settings):
+    """The installed source builder (:mod:`.sources`) for ``--source``, or None for CMake."""
+    from .sources import select
+    plan = getattr(args, "plan", False)
+    backend = settings.backend
+    if plan:
         from .profile import load_profile
-        where = settings.sources.get("backend", "backend")
-        if load_profile(settings.backend, where=where).name != "cuda":
-            raise InputError("--plan", "only the standalone torch_cuda build has a plan: "
-                             "--backend cuda --source <a `tdev extract` output>")
-        return True
-    if settings.backend != "cuda" or (args.source / "CMakeLists.txt").is_file():
-        return False
-    from .torch_manifest import find_manifest
-    return find_manifest(args.source) is not None
+        backend = load_profile(settings.backend,
+                               where=settings.sources.get("backend", "backend")).name
+    return select(args.source, backend, plan)
 
 
 def explain(cmaker, as_json: bool) -> int:

@@ -1,6 +1,7 @@
 """Smoke test of a standalone torch_cuda build: import ``_CUDAC`` alone and exercise it.
 
-    python3 smoke_test.py BUILD_DIR            # BUILD_DIR: <source>/build/cuda (the default)
+    python3 smoke_test.py BUILD_DIR   # default BUILD_DIR: <extraction's parent>/build/<its name>,
+                                      # e.g. third_device/build/torch_cuda
 
 Runs in its own process, importing nothing but the standard library and ``_CUDAC``, and checks:
 

@@ -1,23 +1,48 @@
-"""``wrapped-cmake build|install|clean --source <extraction>``: the standalone torch_cuda build.
-
-Parsing stays in :mod:`.cli`; this module calls :mod:`.standalone` / :mod:`.plan` and prints.
+"""``wrapped-cmake build|install|clean --backend cuda --source <extraction>``: the source builder
+of the standalone torch_cuda build (:data:`SOURCE`, registered under the entry point group
+``wrapped_cmake.sources``; wrapped-cmake parses the command line and the settings, this module
+calls :mod:`.standalone` / :mod:`.estimate` and prints).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .errors import EXIT_FAILED, EXIT_OK, InputError
-from .settings import Settings
+from tdev.docread import BadInput
+from wrapped_cmake.errors import EXIT_FAILED, EXIT_OK, InputError
+from wrapped_cmake.settings import Settings
+from wrapped_cmake.sources import SourceRequest
+
+from . import standalone
+from .inputs import is_standalone_source, resolve_inputs, standalone_settings
+
+
+@dataclass(frozen=True)
+class TorchCudaSource:
+    """A ``tdev extract`` output (MANIFEST.json, no CMakeLists.txt) built with ``--backend cuda``."""
+    name: str = "torch_cuda"
+    backend: str = "cuda"
+    usage: str = "--backend cuda --source <a `tdev extract` output>"
+
+    def handles(self, source: Path) -> bool:
+        return is_standalone_source(source)
+
+    def run(self, request: SourceRequest) -> int:
+        try:
+            return cmd_standalone(request.args, standalone_settings(request.settings), request.echo)
+        except BadInput as e:  # tdev's readers (the manifest, version.txt): one line, exit 2
+            raise InputError(e.where, e.problem) from None
+
+
+SOURCE = TorchCudaSource()
 
 
 def cmd_standalone(args: argparse.Namespace, settings: Settings,
                    echo: Callable[[str], None] | None) -> int:
-    from . import standalone
-
     if args.command == "clean":
         return _clean(args, settings)
     if args.command not in ("build", "install"):
@@ -32,13 +57,13 @@ def cmd_standalone(args: argparse.Namespace, settings: Settings,
                              "install-prefix setting)")
         install_to = Path(prefix).resolve()
     if getattr(args, "explain", False):
-        inputs = standalone.resolve_inputs(settings)
+        inputs = resolve_inputs(settings)
         print(json.dumps(inputs.to_dict(), indent=2) if args.json else "\n".join(
             f"{k}: {v}" for k, v in inputs.to_dict().items()))
         return EXIT_OK
     if getattr(args, "plan", False):
-        from .plan import make_plan, render
-        report = make_plan(standalone.resolve_inputs(settings, need_tree=False), settings.jobs)
+        from .estimate import make_plan, render
+        report = make_plan(resolve_inputs(settings, need_tree=False), settings.jobs)
         print(json.dumps(report.to_dict(), indent=2) if args.json else render(report))
         return EXIT_OK
     result = standalone.build(settings, echo=echo, install_to=install_to)
@@ -60,9 +85,10 @@ def cmd_standalone(args: argparse.Namespace, settings: Settings,
 
 
 def _clean(args: argparse.Namespace, settings: Settings) -> int:
-    from .builddir import owned, remove
-    from .cmaker import META_DIR
-    from .standalone_stage import STATE_FILE
+    from wrapped_cmake.builddir import owned, remove
+    from wrapped_cmake.cmaker import META_DIR
+
+    from .stage import STATE_FILE
 
     build_dir = settings.build_dir
     if not build_dir.exists():

@@ -21,7 +21,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .presets import write_atomic
+from wrapped_cmake.presets import write_atomic
 
 TIMES_FILE = Path(".wrapped-cmake") / "unit-times.json"
 # Seconds of CPU time (user + sys) per unit before this build directory has measured any.
@@ -147,14 +147,14 @@ class PlanReport:
 
 def make_plan(inputs, jobs: int | None) -> PlanReport:
     ts = inputs.target_sets
-    all_tus = [s for s in sorted(inputs.manifest.entries) if s.endswith(ts.suffixes)]
+    all_tus = [s for s in sorted(inputs.manifest.sources) if s.endswith(ts.suffixes)]
     units = ts.translation_units(inputs.manifest)
     report = PlanReport(str(inputs.manifest.path), len(units), len(all_tus) - len(units),
                         jobs=jobs or os.cpu_count() or 1)
     times = _load_times(inputs.build_dir)
     extracted = {u: float(t["slowest"]) for u, t in times.items()
                  if isinstance(t, dict) and t.get("stage") == "stage2"
-                 and u in inputs.manifest.entries and _seconds(t.get("slowest"))}
+                 and u in inputs.manifest.sources and _seconds(t.get("slowest"))}
     for kind in ("cu", "cpp"):
         vals = [s for u, s in extracted.items() if _kind(u) == kind]
         report.measured[kind] = len(vals)

@@ -24,8 +24,16 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .presets import write_atomic
-from .torch_manifest import Manifest, read_regular
+from tdev.docread import read_regular
+from tdev.extract.manifest import sha256
+from tdev.extract.manifest_schema import Entry, Manifest
+from tdev.fsutil import PathEscapeError, safe_join
+from tdev.patch.diff import decode, encode
+from tdev.patch.engine import classify
+from tdev.patch.meta import version_matches
+from tdev.patch.series import load_series
+from wrapped_cmake.errors import InputError
+from wrapped_cmake.presets import write_atomic
 
 STAGE1_DIRS = ("c10",)
 STAGE1_SKIP = ("c10/cuda/", "c10/hip/", "c10/xpu/")
@@ -85,16 +93,29 @@ def collect(manifest: Manifest, torch_source: Path) -> dict[str, tuple[str, Path
                 files[rel] = ("stage1", Path(dirpath) / name, f"torch/{rel}")
     for rel in STAGE1_FILES:
         files[rel] = ("stage1", torch_source / rel, f"torch/{rel}")
-    for entry in manifest.entries.values():
-        if entry.source.startswith(STAGE2_PREFIX) or (
-                entry.role == "supplement" and entry.source.startswith("c10/")):
-            files[f"stage2:{entry.source}" if entry.source in files else entry.source] = (
-                "stage2", manifest.root / entry.destination, f"torch/{entry.source}")
+    for source, entry in manifest.sources.items():
+        if source.startswith(STAGE2_PREFIX) or (
+                entry.role == "supplement" and source.startswith("c10/")):
+            files[f"stage2:{source}" if source in files else source] = (
+                "stage2", extracted(manifest, entry), f"torch/{source}")
     for entry in manifest.regions:
-        if entry.source.startswith("c10/"):
-            files[f"region:{entry.destination}"] = (
-                "stage2", manifest.root / entry.destination, f"extracted/{entry.destination}")
+        if entry.source and entry.source.startswith("c10/"):
+            files[f"region:{entry.path}"] = (
+                "stage2", extracted(manifest, entry), f"extracted/{entry.path}")
     return files
+
+
+def extracted(manifest: Manifest, entry: Entry) -> Path:
+    """The extracted file of ``entry``, inside the extraction (no symlink leads out of it)."""
+    try:
+        return safe_join(manifest.root, entry.path)
+    except PathEscapeError as e:
+        raise InputError(str(manifest.path), f"refused: {e}") from None
+
+
+def changed(manifest: Manifest, entry: Entry) -> bool:
+    """Whether the extracted file no longer has the sha256 the manifest records."""
+    return sha256(read_regular(extracted(manifest, entry), max_bytes=MAX_FILE_BYTES)) != entry.sha256
 
 
 def stage_sources(manifest: Manifest, torch_source: Path, overlay: Path, root: Path,
@@ -107,11 +128,11 @@ def stage_sources(manifest: Manifest, torch_source: Path, overlay: Path, root: P
     data: dict[str, bytes] = {}
     staged: dict[str, str] = {}
     for key, (stage, src, where) in wanted.items():
-        data[key] = read_regular(src, MAX_FILE_BYTES)  # a FIFO listed in a manifest: refused
+        data[key] = read_regular(src, max_bytes=MAX_FILE_BYTES)  # a FIFO listed: refused
         result.files[key] = stage
         staged[key] = where
-    result.changed_extracted = [e.source for e in manifest.under(STAGE2_PREFIX.rstrip("/"))
-                                if manifest.changed(e)]
+    result.changed_extracted = [e.source for e in manifest.under(STAGE2_PREFIX)
+                                if changed(manifest, e)]
     for series_dir in series_dirs:
         _apply_series(series_dir, torch_version, data, result)
         if result.conflict:
@@ -131,11 +152,6 @@ def stage_sources(manifest: Manifest, torch_source: Path, overlay: Path, root: P
 
 def _apply_series(series_dir: Path, version: str | None, data: dict[str, bytes],
                   result: StageResult) -> None:
-    from tdev.patch.diff import decode, encode
-    from tdev.patch.engine import classify
-    from tdev.patch.meta import version_matches
-    from tdev.patch.series import load_series
-
     series = load_series(series_dir)
     for patch in series.patches:
         if version and patch.meta.applies_to and not version_matches(patch.meta.applies_to,

@@ -2,20 +2,18 @@
 
 ``wrapped-cmake build --backend cuda --source third_device/torch_cuda`` on a directory that
 holds a ``MANIFEST.json`` (and no CMakeLists.txt of its own) runs this instead of a plain CMake
-build:
+build (wrapped-cmake finds it through the entry point group ``wrapped_cmake.sources``):
 
-1. resolve the inputs: the manifest, the PyTorch tree it came from (``-D TORCH_SOURCE_DIR``
-   > env ``TDEV_TORCH_SOURCE_DIR`` > the manifest's record; its version must match), the
-   hand-written overlay (``-D TORCH_CUDA_OVERLAY`` > the repository's
-   ``third_device/torch_cuda_overlay``), the patch series (``-D TORCH_PATCH_SERIES=DIR;DIR``,
-   ``none`` to apply none; default: the repository's ``torch_patches``, else tdev's shipped one);
+1. resolve the inputs (:mod:`.inputs`): the manifest, the PyTorch tree it came from, the
+   hand-written overlay, the patch series, the target sets;
 2. stage the sources of both stages under ``<build>/src`` and apply the patches there
-   (:mod:`.standalone_stage`);
+   (:mod:`.stage`);
 3. stage 1 (CPU): configure, build and install ``c10`` into ``<build>/stage1/install``;
 4. stage 2 (CUDA): ``c10_cuda`` and ``_CUDAC`` (and any further ``--targets`` sets) against it.
 
-Each stage is an ordinary :class:`~.cmaker.CMaker` project, so stale-directory detection,
-launchers, logs and error messages are the same as for any wrapped-cmake build.
+Each stage is an ordinary wrapped-cmake :class:`~wrapped_cmake.cmaker.CMaker` project, so
+stale-directory detection, launchers, logs and error messages are the same as for any
+wrapped-cmake build.
 """
 from __future__ import annotations
 
@@ -27,47 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
-from .builddir import claim
-from .cmaker import CMaker, RunResult
-from .errors import Failure, FailureKind, InputError
-from .settings import Settings
-from .standalone_stage import StageResult, stage_sources
-from .torch_manifest import Manifest, find_manifest, load_manifest
-from .torch_targets import TargetSets, load_target_sets
+from wrapped_cmake.builddir import claim
+from wrapped_cmake.cmaker import CMaker, RunResult
+from wrapped_cmake.errors import Failure, FailureKind
+from wrapped_cmake.settings import Settings
 
-REPO = Path(__file__).resolve().parents[1]
-OWN_DEFINES = ("TORCH_SOURCE_DIR", "TORCH_CUDA_OVERLAY", "TORCH_PATCH_SERIES")
-TORCH_SOURCE_ENV = "TDEV_TORCH_SOURCE_DIR"
-
-
-def is_standalone_source(source_dir: Path) -> bool:
-    """An extraction to build standalone: a manifest, and no CMake project of its own."""
-    return (find_manifest(source_dir) is not None
-            and not (source_dir / "CMakeLists.txt").is_file())
-
-
-@dataclass
-class Inputs:
-    source: Path
-    manifest: Manifest
-    torch_source: Path | None  # None: not resolved (--plan)
-    torch_source_from: str
-    torch_version: str
-    overlay: Path
-    series_dirs: list[Path]
-    build_dir: Path
-    target_sets: TargetSets
-    selected: list[str]
-    warnings: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return {"source": str(self.source), "manifest": str(self.manifest.path),
-                "torch_source": str(self.torch_source) if self.torch_source else None,
-                "torch_source_from": self.torch_source_from,
-                "torch_version": self.torch_version, "overlay": str(self.overlay),
-                "patch_series": [str(p) for p in self.series_dirs],
-                "build_dir": str(self.build_dir), "targets": self.selected}
-
+from .estimate import record_unit_times
+from .inputs import OWN_DEFINES, Inputs, resolve_inputs
+from .stage import StageResult, stage_sources
 
 @dataclass
 class StandaloneResult:
@@ -89,93 +54,6 @@ class StandaloneResult:
                 "module": str(self.module) if self.module else None,
                 "warnings": self.warnings,
                 "failure": self.failure.to_dict() if self.failure else None}
-
-
-def default_build_dir(source: Path) -> Path:
-    """``<extraction's parent>/build/<extraction's name>``: next to the extraction, never in it
-    (so ``tdev extract --verify`` and a re-extraction never meet a build), the same whatever
-    the current directory, and under a ``build/`` that usual ignore rules already cover."""
-    src = Path(os.path.abspath(source))
-    return src.parent / "build" / src.name
-
-
-def standalone_settings(settings: Settings) -> Settings:
-    """``settings`` for a standalone build: the default build directory moved out of the
-    extraction (an explicit ``--build-dir``/``build-dir`` setting is kept as given)."""
-    if settings.sources.get("build-dir") != "default":
-        return settings
-    return dataclasses.replace(settings, build_dir=default_build_dir(settings.source_dir))
-
-
-def resolve_inputs(settings: Settings, env: Mapping[str, str] | None = None,
-                   need_tree: bool = True) -> Inputs:
-    """Everything a standalone build reads. ``need_tree=False`` (``--plan``, which only
-    counts) skips the PyTorch tree: the manifest, overlay and target sets are enough."""
-    env = os.environ if env is None else env
-    source = settings.source_dir
-    mpath = find_manifest(source)
-    if mpath is None:
-        raise InputError(str(source), "no MANIFEST.json: not an extraction (run `tdev extract`)")
-    manifest = load_manifest(mpath)
-    if not manifest.under("c10/cuda"):
-        raise InputError(str(manifest.path), "lists no c10/cuda file: nothing for stage 2 to "
-                         "build")
-    warnings: list[str] = []
-    tree, tree_from, version = None, "", manifest.torch_version or ""
-    if need_tree:
-        tree, tree_from = _torch_source(settings, env, manifest)
-        version = _tree_version(tree, tree_from, manifest, warnings)
-    overlay = _overlay(settings.defines, settings.define_sources)
-    target_sets = load_target_sets(overlay / "targets.yaml")
-    selected = target_sets.select(list(settings.targets),
-                                  settings.sources.get("targets", "--target"))
-    return Inputs(source, manifest, tree, tree_from, version, overlay,
-                  _series(settings.defines) if need_tree else [], settings.build_dir,
-                  target_sets, selected, warnings)
-
-
-def _torch_source(settings: Settings, env: Mapping[str, str],
-                  manifest: Manifest) -> tuple[Path, str]:
-    """The PyTorch tree of stage 1 and where that choice came from."""
-    d, ds = settings.defines, settings.define_sources
-    if d.get("TORCH_SOURCE_DIR"):
-        tree, tree_from = Path(d["TORCH_SOURCE_DIR"]), ds.get("TORCH_SOURCE_DIR", "-D")
-    elif env.get(TORCH_SOURCE_ENV):
-        tree, tree_from = Path(env[TORCH_SOURCE_ENV]), f"env {TORCH_SOURCE_ENV}"
-    elif manifest.torch_source:
-        tree, tree_from = manifest.torch_source, f"{manifest.path}: torch_source"
-    else:
-        raise InputError(str(manifest.path), "does not record the PyTorch tree it was "
-                         "extracted from (no torch_source); pass -D TORCH_SOURCE_DIR=<tree> "
-                         f"(or set {TORCH_SOURCE_ENV})")
-    try:
-        tree = (tree if tree_from.endswith("torch_source") else tree.expanduser()).resolve()
-    except (RuntimeError, OSError) as e:  # '~user' of no such user, a symlink loop
-        raise InputError(tree_from, f"{tree}: {e}") from None
-    if not (tree / "c10" / "CMakeLists.txt").is_file() or not (tree / "version.txt").is_file():
-        raise InputError(tree_from, f"{tree} is not a PyTorch source tree (no c10/CMakeLists.txt"
-                         " or version.txt)")
-    return tree, tree_from
-
-
-def _tree_version(tree: Path, tree_from: str, manifest: Manifest, warnings: list[str]) -> str:
-    """The tree's version.txt, checked against the manifest's torch.version."""
-    from .torch_manifest import read_regular
-    raw = read_regular(tree / "version.txt", 4096)
-    version = raw.decode("utf-8", "replace").strip()
-    if manifest.torch_version is None:
-        warnings.append(f"{manifest.path} records no PyTorch version; trusting {tree} "
-                        f"({version})")
-        return version
-    try:
-        same = _release(manifest.torch_version) == _release(version)
-    except ValueError:
-        same = False
-    if not same:
-        raise InputError(tree_from, f"{tree} is PyTorch {version} (its version.txt) but the "
-                         f"extraction was made from {manifest.torch_version} ({manifest.path}): "
-                         "stage 1 must come from the same tree")
-    return version
 
 
 def build(settings: Settings, env: Mapping[str, str] | None = None,
@@ -256,10 +134,9 @@ def build(settings: Settings, env: Mapping[str, str] | None = None,
         installed = sorted((install_to / "python").glob("_CUDAC*.so"))
         result.module = installed[0] if installed else result.module
     if settings.compile_commands:  # in the build directory: nothing is written into the extraction
-        from .presets import link_compile_commands
+        from wrapped_cmake.presets import link_compile_commands
         _, w = link_compile_commands(build_dir, build_dir / "stage2")
         result.warnings += [w] if w else []
-    from .plan import record_unit_times
     record_unit_times(build_dir, stats_log)
     return result
 
@@ -310,43 +187,6 @@ def _stage_settings(base: Settings, source: Path, build_dir: Path, targets: list
         define_sources={k: base.define_sources.get(k, "standalone build") for k in defines})
 
 
-def _overlay(d: dict, ds: dict) -> Path:
-    if d.get("TORCH_CUDA_OVERLAY"):
-        p, where = Path(d["TORCH_CUDA_OVERLAY"]).expanduser(), ds.get("TORCH_CUDA_OVERLAY", "-D")
-    else:
-        here = Path(__file__).resolve().parent
-        candidates = [REPO / "third_device" / "torch_cuda_overlay", here / "torch_cuda_overlay"]
-        p, where = next((c for c in candidates if c.is_dir()), candidates[0]), "default"
-    if not (p / "targets.yaml").is_file() or not (p / "stage2" / "CMakeLists.txt").is_file():
-        raise InputError(where, f"{p} is not a torch_cuda overlay (targets.yaml, "
-                         "stage1/, stage2/); pass -D TORCH_CUDA_OVERLAY=<dir>")
-    return p.resolve()
-
-
-def _series(d: dict) -> list[Path]:
-    """The patch series to apply, in order: ``-D TORCH_PATCH_SERIES=DIR[;DIR...]`` (``none``:
-    no patches), else the repository's ``torch_patches``, else the series shipped with tdev."""
-    value = d.get("TORCH_PATCH_SERIES")
-    if value and value.lower() in ("none", "off", "0"):
-        return []
-    if value:
-        return [Path(v).expanduser().resolve() for v in value.split(";") if v]
-    if (REPO / "torch_patches" / "series").is_file():
-        return [REPO / "torch_patches"]
-    from tdev.patch.series import shipped_series_dir
-    return [shipped_series_dir()]
-
-
 def _tree_files(src: Path, dest: str) -> dict[str, bytes]:
     return {f"{dest}/{f.relative_to(src).as_posix()}": f.read_bytes()
             for f in sorted(src.rglob("*")) if f.is_file()}
-
-
-def _release(version: str) -> tuple[int, ...]:
-    """(2, 6, 0) from '2.6.0a0', '2.6.0+cu124', 'v2.6.0'; ValueError for anything else."""
-    import re
-    m = re.match(r"v?(\d{1,9}(?:\.\d{1,9}){0,3})(?![\d.]*\d{10})", version.strip())
-    if not m:
-        raise ValueError(f"cannot read version {version[:80]!r}")
-    parts = tuple(int(x) for x in m.group(1).split("."))
-    return parts + (0,) * (3 - len(parts)) if len(parts) < 3 else parts

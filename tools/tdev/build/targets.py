@@ -9,10 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tdev.extract.manifest_schema import Manifest
 from tdev.globs import matches
-
-from .errors import InputError
-from .torch_manifest import Manifest
+from wrapped_cmake.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -37,7 +36,7 @@ class TargetSets:
 
     def translation_units(self, manifest: Manifest) -> list[str]:
         """Every original path of the manifest that a full torch_cuda build compiles."""
-        return [s for s in sorted(manifest.entries) if s.endswith(self.suffixes)
+        return [s for s in sorted(manifest.sources) if s.endswith(self.suffixes)
                 and not any(glob_match(g, s) for g, _ in self.not_built)]
 
     def units_of(self, name: str, units: list[str]) -> list[str]:

@@ -63,7 +63,9 @@ def render(entries: list[Entry], torch: dict[str, Any], layout: dict[str, str], 
 
 
 def load_manifest(out: str | Path) -> Manifest:
-    """The checked manifest of the tree at ``out``; ManifestError when it cannot be used."""
+    """The checked manifest of the tree at ``out``; ManifestError when it cannot be used. THE
+    reader of MANIFEST.json: extract (replacing a tree), ``--verify`` and the standalone build
+    (``tdev.build``) all call it (tests/test_layering.py checks)."""
     path = Path(out) / MANIFEST_NAME
     if not os.path.lexists(path):
         raise ManifestError(path, "no such file (not a tree written by tdev extract)")
@@ -72,7 +74,7 @@ def load_manifest(out: str | Path) -> Manifest:
         doc = load_json_text(raw, str(path))
     except BadInput as e:
         raise ManifestError(e.where, e.problem) from None
-    return replace(parse(doc, str(path)), raw=raw)
+    return replace(parse(doc, str(path)), raw=raw, root=Path(out).resolve())
 
 
 def load(out: str | Path) -> tuple[dict[str, Any], list[Entry]]:

@@ -2,12 +2,17 @@
 that does not match what tdev writes (a wrong type, a path that is not a plain relative one, NUL,
 a negative or non-integer size, a file listed twice) is refused as bad input, naming the entry.
 
-Only a manifest that passes here makes a directory replaceable by ``tdev extract``."""
+Only a manifest that passes here makes a directory replaceable by ``tdev extract``. The same model
+is what ``--verify`` and the standalone build (``tdev.build``) read: one reader, one schema. Entries
+with a role that maps an original PyTorch file (``moved``, ``supplement``, ``region``) name that file
+in ``source``, a plain path relative to the PyTorch tree."""
 from __future__ import annotations
 
 import os
 import re
 from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from tdev.docread import BadInput
@@ -17,6 +22,8 @@ from .layout import MANIFEST_NAME, LayoutError, check_relpath
 SCHEMA = 1
 TOOL = "tdev extract"
 ROLES = frozenset({"moved", "supplement", "region", "patch", "series", "report"})
+MAPPED_ROLES = frozenset({"moved", "supplement"})  # an original file -> its copy
+SOURCED_ROLES = MAPPED_ROLES | {"region"}  # entries that name their original file
 _SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 
 
@@ -56,10 +63,53 @@ class Manifest:
     doc: dict[str, Any]
     entries: tuple[Entry, ...]
     raw: bytes = b""  # the bytes it was read from
+    root: Path | None = None  # the extraction directory it was read from (``load_manifest``)
 
     @property
     def torch(self) -> dict[str, Any]:
         return self.doc["torch"]
+
+    @property
+    def torch_version(self) -> str:
+        return self.torch["version"]
+
+    @property
+    def path(self) -> Path:
+        """The MANIFEST.json file (needs ``root``)."""
+        return self._root() / MANIFEST_NAME
+
+    def torch_tree(self) -> Path | None:
+        """The PyTorch tree the extraction was made from: ``torch_source`` taken literally (tdev
+        writes a relative or absolute path, never '~'), relative to ``root``; None if absent."""
+        tree = self.doc.get("torch_source")
+        if not tree:
+            return None
+        p = Path(tree)
+        return p if p.is_absolute() else Path(os.path.normpath(self._root() / p))
+
+    @cached_property
+    def sources(self) -> dict[str, Entry]:
+        """Original PyTorch path -> the entry of its copy (roles ``moved`` and ``supplement``)."""
+        return {e.source: e for e in self.entries if e.role in MAPPED_ROLES and e.source}
+
+    @property
+    def regions(self) -> tuple[Entry, ...]:
+        """The CUDA regions split out of generic files (role ``region``)."""
+        return tuple(e for e in self.entries if e.role == "region")
+
+    def under(self, prefix: str) -> list[Entry]:
+        """Mapped entries whose original path lies inside directory ``prefix``, by source."""
+        prefix = prefix.rstrip("/") + "/"
+        return [e for s, e in sorted(self.sources.items()) if s.startswith(prefix)]
+
+    def file(self, source: str) -> Path:
+        """Where the extracted copy of original path ``source`` lies."""
+        return self._root() / self.sources[source].path
+
+    def _root(self) -> Path:
+        if self.root is None:
+            raise ValueError("a manifest parsed from a document has no directory")
+        return self.root
 
 
 def _int(value: Any) -> bool:
@@ -91,6 +141,20 @@ def plain_path(rel: Any, where: str) -> str:
     return rel
 
 
+def _source_path(rel: str | None, role: str, where: str) -> str:
+    """The ``source`` of a ``role`` entry: a plain path relative to the PyTorch tree."""
+    if not rel:
+        raise ManifestError(where, f"role {role} needs a source (its path in the PyTorch tree)")
+    if "\0" in rel:
+        raise ManifestError(where, f"source {rel!r:.60} contains NUL")
+    try:
+        if check_relpath(rel, "source") != rel:
+            raise LayoutError(f"{rel!r:.60} is not a plain relative path")
+    except LayoutError as err:
+        raise ManifestError(where, f"source refused: {err}") from None
+    return rel
+
+
 def _entry(d: Any, where: str) -> Entry:
     if not isinstance(d, dict):
         raise ManifestError(where, f"must be an object, not {type(d).__name__}")
@@ -108,7 +172,10 @@ def _entry(d: Any, where: str) -> Entry:
     lines = d.get("lines")
     if lines is not None and not (isinstance(lines, list) and len(lines) == 2 and all(_int(n) for n in lines)):
         raise ManifestError(where, "lines must be a list of two integers")
-    return Entry(path, sha, size, role, _opt_str(d, "source", where), _opt_str(d, "layout_rule", where),
+    source = _opt_str(d, "source", where)
+    if role in SOURCED_ROLES:
+        source = _source_path(source, role, where)
+    return Entry(path, sha, size, role, source, _opt_str(d, "layout_rule", where),
                  tuple(rules), _opt_str(d, "reason", where), (lines[0], lines[1]) if lines else None)
 
 

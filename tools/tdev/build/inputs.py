@@ -1,0 +1,193 @@
+"""What the standalone build of an extraction reads, resolved once (:func:`resolve_inputs`).
+
+* the manifest, read by THE manifest reader (:func:`tdev.extract.manifest.load_manifest`);
+* the PyTorch tree of stage 1: ``-D TORCH_SOURCE_DIR`` > env ``TDEV_TORCH_SOURCE_DIR`` > the
+  manifest's ``torch_source``; its version.txt must match the manifest's ``torch.version``;
+* the hand-written overlay: ``-D TORCH_CUDA_OVERLAY`` > the repository's
+  ``third_device/torch_cuda_overlay`` > ``tdev/torch_cuda_overlay`` (where a wheel ships it);
+* the patch series: ``-D TORCH_PATCH_SERIES=DIR;DIR`` (``none``: none) > the repository's
+  ``torch_patches`` > tdev's shipped one;
+* the target sets (``targets.yaml`` of the overlay) and those ``--target`` selects.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from tdev.docread import read_regular
+from tdev.extract import manifest as manifest_reader
+from tdev.extract.layout import MANIFEST_NAME
+from tdev.extract.manifest_schema import Manifest
+from wrapped_cmake.errors import InputError
+from wrapped_cmake.settings import Settings
+
+from .targets import TargetSets, load_target_sets
+
+REPO = Path(__file__).resolve().parents[3]
+OWN_DEFINES = ("TORCH_SOURCE_DIR", "TORCH_CUDA_OVERLAY", "TORCH_PATCH_SERIES")
+TORCH_SOURCE_ENV = "TDEV_TORCH_SOURCE_DIR"
+
+
+def find_extraction(source_dir: Path) -> Path | None:
+    """The extraction rooted at ``source_dir`` (or its ``torch_cuda`` child): the directory
+    holding a ``MANIFEST.json``. Anything of that name counts (a FIFO too: the reader refuses it)."""
+    for d in (source_dir, source_dir / "torch_cuda"):
+        if os.path.lexists(d / MANIFEST_NAME):
+            return d
+    return None
+
+
+def is_standalone_source(source_dir: Path) -> bool:
+    """An extraction to build standalone: a manifest, and no CMake project of its own."""
+    return (find_extraction(source_dir) is not None
+            and not (source_dir / "CMakeLists.txt").is_file())
+
+
+@dataclass
+class Inputs:
+    source: Path
+    manifest: Manifest
+    torch_source: Path | None  # None: not resolved (--plan)
+    torch_source_from: str
+    torch_version: str
+    overlay: Path
+    series_dirs: list[Path]
+    build_dir: Path
+    target_sets: TargetSets
+    selected: list[str]
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"source": str(self.source), "manifest": str(self.manifest.path),
+                "torch_source": str(self.torch_source) if self.torch_source else None,
+                "torch_source_from": self.torch_source_from,
+                "torch_version": self.torch_version, "overlay": str(self.overlay),
+                "patch_series": [str(p) for p in self.series_dirs],
+                "build_dir": str(self.build_dir), "targets": self.selected}
+
+
+def default_build_dir(source: Path) -> Path:
+    """``<extraction's parent>/build/<extraction's name>``: next to the extraction, never in it
+    (so ``tdev extract --verify`` and a re-extraction never meet a build), the same whatever
+    the current directory, and under a ``build/`` that usual ignore rules already cover."""
+    src = Path(os.path.abspath(source))
+    return src.parent / "build" / src.name
+
+
+def standalone_settings(settings: Settings) -> Settings:
+    """``settings`` for a standalone build: the default build directory moved out of the
+    extraction (an explicit ``--build-dir``/``build-dir`` setting is kept as given)."""
+    if settings.sources.get("build-dir") != "default":
+        return settings
+    return dataclasses.replace(settings, build_dir=default_build_dir(settings.source_dir))
+
+
+def load_extraction(source: Path) -> Manifest:
+    """The manifest of the extraction at ``source`` (bad input when there is none)."""
+    root = find_extraction(source)
+    if root is None:
+        raise InputError(str(source), f"no {MANIFEST_NAME}: not an extraction (run `tdev extract`)")
+    return manifest_reader.load_manifest(root)
+
+
+def resolve_inputs(settings: Settings, env: Mapping[str, str] | None = None,
+                   need_tree: bool = True) -> Inputs:
+    """Everything a standalone build reads. ``need_tree=False`` (``--plan``, which only
+    counts) skips the PyTorch tree: the manifest, overlay and target sets are enough."""
+    env = os.environ if env is None else env
+    source = settings.source_dir
+    manifest = load_extraction(source)
+    if not manifest.under("c10/cuda"):
+        raise InputError(str(manifest.path), "lists no c10/cuda file: nothing for stage 2 to "
+                         "build")
+    tree, tree_from, version = None, "", manifest.torch_version
+    if need_tree:
+        tree, tree_from = _torch_source(settings, env, manifest)
+        version = _tree_version(tree, tree_from, manifest)
+    overlay = _overlay(settings.defines, settings.define_sources)
+    target_sets = load_target_sets(overlay / "targets.yaml")
+    selected = target_sets.select(list(settings.targets),
+                                  settings.sources.get("targets", "--target"))
+    return Inputs(source, manifest, tree, tree_from, version, overlay,
+                  _series(settings.defines) if need_tree else [], settings.build_dir,
+                  target_sets, selected)
+
+
+def _torch_source(settings: Settings, env: Mapping[str, str],
+                  manifest: Manifest) -> tuple[Path, str]:
+    """The PyTorch tree of stage 1 and where that choice came from."""
+    d, ds = settings.defines, settings.define_sources
+    recorded = manifest.torch_tree()
+    if d.get("TORCH_SOURCE_DIR"):
+        tree, tree_from = Path(d["TORCH_SOURCE_DIR"]), ds.get("TORCH_SOURCE_DIR", "-D")
+    elif env.get(TORCH_SOURCE_ENV):
+        tree, tree_from = Path(env[TORCH_SOURCE_ENV]), f"env {TORCH_SOURCE_ENV}"
+    elif recorded is not None:
+        tree, tree_from = recorded, f"{manifest.path}: torch_source"
+    else:
+        raise InputError(str(manifest.path), "does not record the PyTorch tree it was "
+                         "extracted from (no torch_source); pass -D TORCH_SOURCE_DIR=<tree> "
+                         f"(or set {TORCH_SOURCE_ENV})")
+    try:
+        tree = (tree if tree_from.endswith("torch_source") else tree.expanduser()).resolve()
+    except (RuntimeError, OSError) as e:  # '~user' of no such user, a symlink loop
+        raise InputError(tree_from, f"{tree}: {e}") from None
+    if not (tree / "c10" / "CMakeLists.txt").is_file() or not (tree / "version.txt").is_file():
+        raise InputError(tree_from, f"{tree} is not a PyTorch source tree (no c10/CMakeLists.txt"
+                         " or version.txt)")
+    return tree, tree_from
+
+
+def _tree_version(tree: Path, tree_from: str, manifest: Manifest) -> str:
+    """The tree's version.txt, checked against the manifest's torch.version."""
+    raw = read_regular(tree / "version.txt", max_bytes=4096, what="version.txt")
+    version = raw.decode("utf-8", "replace").strip()
+    try:
+        same = release(manifest.torch_version) == release(version)
+    except ValueError:
+        same = False
+    if not same:
+        raise InputError(tree_from, f"{tree} is PyTorch {version} (its version.txt) but the "
+                         f"extraction was made from {manifest.torch_version} ({manifest.path}): "
+                         "stage 1 must come from the same tree")
+    return version
+
+
+def _overlay(d: dict, ds: dict) -> Path:
+    if d.get("TORCH_CUDA_OVERLAY"):
+        p, where = Path(d["TORCH_CUDA_OVERLAY"]).expanduser(), ds.get("TORCH_CUDA_OVERLAY", "-D")
+    else:
+        shipped = Path(__file__).resolve().parents[1] / "torch_cuda_overlay"  # tdev's, in a wheel
+        candidates = [REPO / "third_device" / "torch_cuda_overlay", shipped]
+        p, where = next((c for c in candidates if c.is_dir()), candidates[0]), "default"
+    if not (p / "targets.yaml").is_file() or not (p / "stage2" / "CMakeLists.txt").is_file():
+        raise InputError(where, f"{p} is not a torch_cuda overlay (targets.yaml, "
+                         "stage1/, stage2/); pass -D TORCH_CUDA_OVERLAY=<dir>")
+    return p.resolve()
+
+
+def _series(d: dict) -> list[Path]:
+    """The patch series to apply, in order: ``-D TORCH_PATCH_SERIES=DIR[;DIR...]`` (``none``:
+    no patches), else the repository's ``torch_patches``, else the series shipped with tdev."""
+    value = d.get("TORCH_PATCH_SERIES")
+    if value and value.lower() in ("none", "off", "0"):
+        return []
+    if value:
+        return [Path(v).expanduser().resolve() for v in value.split(";") if v]
+    if (REPO / "torch_patches" / "series").is_file():
+        return [REPO / "torch_patches"]
+    from tdev.patch.series import shipped_series_dir
+    return [shipped_series_dir()]
+
+
+def release(version: str) -> tuple[int, ...]:
+    """(2, 6, 0) from '2.6.0a0', '2.6.0+cu124', 'v2.6.0'; ValueError for anything else."""
+    m = re.match(r"v?(\d{1,9}(?:\.\d{1,9}){0,3})(?![\d.]*\d{10})", version.strip())
+    if not m:
+        raise ValueError(f"cannot read version {version[:80]!r}")
+    parts = tuple(int(x) for x in m.group(1).split("."))
+    return parts + (0,) * (3 - len(parts)) if len(parts) < 3 else parts
