@@ -13,12 +13,14 @@ from tdev.scaffold.scaffold import scaffold, template_root
 VENDORS = sorted(available_vendors())
 LAYOUT = ["setup.py", "pyproject.toml", "README.md",
           "csrc/runtime/HAL.h", "csrc/runtime/HAL.cpp", "csrc/runtime/Runtime.h",
-          "csrc/runtime/Api.h", "csrc/runtime/Device.cpp", "csrc/runtime/DeviceAllocator.cpp",
+          "csrc/runtime/Api.h", "csrc/runtime/Config.h", "csrc/runtime/Device.cpp",
+          "csrc/runtime/Stream.cpp", "csrc/runtime/Event.cpp", "csrc/runtime/Guard.cpp",
+          "csrc/runtime/DeviceAllocator.cpp",
           "csrc/runtime/HostAllocator.cpp",
           "csrc/runtime/Hooks.cpp", "csrc/runtime/Random.h", "csrc/aten/Aten.h",
           "csrc/aten/Ops.cpp", "csrc/aten/Copy.cpp", "csrc/aten/Fallback.cpp",
           "csrc/aten/Autocast.cpp", "csrc/pybinding/Module.cpp",
-          "{pkg}/__init__.py", "{pkg}/routing.py", "{pkg}/backends.conf",
+          "{pkg}/__init__.py", "{pkg}/_config.py", "{pkg}/routing.py", "{pkg}/backends.conf",
           "{pkg}/device/__init__.py", "{pkg}/device/streams.py", "{pkg}/device/memory.py",
           "{pkg}/device/random.py", "{pkg}/device/amp.py",
           "tests/conftest.py", "tests/test_device.py", "tests/test_copy.py",
@@ -87,6 +89,51 @@ def test_vendor_quirks_reach_the_generated_code(generated):
     assert 'SDK_ENV = ["MACA_PATH", ]' in setup and 'LIBRARIES.append("mcruntime")' in setup
 
 
+def _template_files() -> list[Path]:
+    return sorted(p for p in template_root().rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts)
+
+
+JINJA = re.compile(r"\{\{|\{%|\{#")
+
+
+def test_plain_sources_hold_no_jinja_and_every_template_uses_it():
+    """Files the profile does not change are plain sources, copied as they are (their names
+    come from the generated csrc/runtime/Config.h and <pkg>/_config.py); a `.j2` file is a
+    template because it uses the profile. A plain file with Jinja in it would be copied with
+    the braces; a `.j2` file without would be a plain source in disguise."""
+    plain_with_jinja = [p.name for p in _template_files()
+                        if p.suffix != ".j2" and JINJA.search(p.read_text())]
+    template_without = [p.name for p in _template_files()
+                        if p.suffix == ".j2" and not JINJA.search(p.read_text())]
+    assert plain_with_jinja == []
+    assert template_without == [".gitignore.j2"]  # a plain .gitignore would apply to this repo
+    plain = {p.relative_to(template_root()).as_posix() for p in _template_files()
+             if p.suffix != ".j2"}
+    assert {"csrc/runtime/Device.cpp", "csrc/runtime/Stream.cpp", "csrc/runtime/Event.cpp",
+            "csrc/runtime/Guard.cpp", "csrc/runtime/DeviceAllocator.cpp",
+            "csrc/pybinding/Module.cpp", "tests/test_copy.py"} <= plain
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_config_header_and_module_carry_the_names(tmp_path, vendor):
+    """The plain sources read the package's names from Config.h and _config.py only."""
+    r = scaffold(vendor, out=tmp_path / "p", name="torch_q", device="qdev")
+    profile = load_profile(vendor)
+    header = (r.out / "csrc/runtime/Config.h").read_text()
+    assert "#define BACKEND_NS torch_q\n" in header
+    assert '#define BACKEND_DEVICE "qdev"' in header and '"TORCH_Q"' in header
+    assert f"#define BACKEND_VENDOR_KERNELS {int(profile.vendor_kernels is not None)}" in header
+    config = {}
+    exec((r.out / "torch_q/_config.py").read_text(), config)
+    assert (config["PACKAGE"], config["DEVICE"], config["ENV_PREFIX"]) == (
+        "torch_q", "qdev", "TORCH_Q")
+    assert config["SIMULATOR"] is profile.sdk.simulator
+    for rel in ("csrc/runtime/Device.cpp", "csrc/runtime/Stream.cpp", "torch_q/device/streams.py"):
+        text = (r.out / rel).read_text()
+        assert "torch_q" not in text and "qdev" not in text, rel
+
+
 def test_templates_hold_no_vendor_specific_code():
     """One set of templates: no runtime name of any shipped profile is written in them (the
     bundled simulator, which implements the sim API, is the device itself)."""
@@ -96,7 +143,7 @@ def test_templates_hold_no_vendor_specific_code():
         names |= set(d.functions) | d.constant_names() | {n for n, _ in d.typedefs}
     names.discard("simStream_t")  # the simulator's own handle types, in csrc/simulator only
     offending = []
-    for path in template_root().rglob("*.j2"):
+    for path in _template_files():
         if "simulator" in path.relative_to(template_root()).parts:
             continue
         text = path.read_text()
@@ -108,7 +155,7 @@ def test_templates_hold_no_vendor_specific_code():
 
 def test_two_vendors_differ_only_where_their_profiles_do(tmp_path):
     """metax and cuda (both box vendor kernels as CUDA): with the same package and device name,
-    only the HAL (and its header's comment), the SDK lookup, the declared API header, the
+    only the HAL, the SDK lookup, the declared API header, the
     vendor name and description, the default routes, the collective library and what the
     profiles' vendor_kernels say differently (cuda: unlisted operators go to the vendor, hot ones unboxed) differ;
     every other file is byte for byte the same."""
@@ -121,7 +168,7 @@ def test_two_vendors_differ_only_where_their_profiles_do(tmp_path):
     # the collective library (MCCL vs NCCL): its calls, and its name in comments and messages
     assert differ == ["README.md", "csrc/aten/Fallback.cpp", "csrc/aten/Unboxed.cpp",
                       "csrc/distributed/Collectives.cpp", "csrc/distributed/Collectives.h",
-                      "csrc/runtime/HAL.cpp", "csrc/runtime/HAL.h", "pyproject.toml",
+                      "csrc/runtime/HAL.cpp", "pyproject.toml",
                       "setup.py", "torch_x/__init__.py", "torch_x/backends.conf",
                       "torch_x/device/amp.py", "torch_x/distributed.py"]
 

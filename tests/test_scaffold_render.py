@@ -75,3 +75,28 @@ def test_existing_directories(tree, tmp_path):
 def test_path_variables_cannot_escape_the_output(tree, tmp_path):
     with pytest.raises(RenderError, match="'..' refused"):
         render_files(tree, CTX, {"pkg": "../evil"})
+
+
+def test_the_context_is_one_frozen_value_with_each_name_once(tmp_path):
+    """build_context: a frozen ScaffoldContext, read as a mapping of its fields by the
+    renderer; the old repeated keys (ns = package, prefix = macro) are gone."""
+    import dataclasses
+
+    from tdev.scaffold.context import ScaffoldContext
+    from tdev.scaffold.profiles import load_profile
+    from tdev.scaffold.scaffold import build_context, template_root
+
+    ctx = build_context(load_profile("metax"), "torch_r", "rdev")
+    assert isinstance(ctx, ScaffoldContext)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ctx.package = "other"  # type: ignore[misc]
+    assert {"ns", "prefix", "macro"}.isdisjoint(ctx)
+    assert dict(ctx)["package"] == ctx.package == "torch_r" and ctx.env_prefix == "TORCH_R"
+    assert ctx.path_vars == {"pkg": "torch_r", "runtime_header": "mcr/mc_runtime.h"}
+    assert ctx["path_vars"] == ctx.path_vars
+    with pytest.raises(KeyError):
+        ctx["ns"]
+    files = render_files(template_root(), ctx, ctx.path_vars)
+    assert b"#define BACKEND_NS torch_r\n" in files["csrc/runtime/Config.h"]
+    assert build_context(load_profile("metax"), "torch_metax", "metax").env_prefix == \
+        load_profile("metax").env_prefix

@@ -1,12 +1,14 @@
 """Results on the device equal the reference device's (torch's own kernels for what the vendor
-routes run: {{ package }}.testing.reference_device()) within dtype tolerance: common operators,
+routes run: <package>.testing.reference_device()) within dtype tolerance: common operators,
 every operator the device implements itself, autocast, and training a small transformer."""
 import pytest
 import torch
 from torch.nn import functional as F
 
 from conftest import DEVICE, pkg
-from {{ package }}.testing import reference_device, run_training, run_training_isolated
+
+reference_device, run_training = pkg.testing.reference_device, pkg.testing.run_training
+run_training_isolated = pkg.testing.run_training_isolated
 
 REF = reference_device()
 TOL = {torch.float32: dict(atol=1e-4, rtol=1e-4), torch.bfloat16: dict(atol=2e-2, rtol=2e-2),

@@ -1,4 +1,4 @@
-"""torch.{{ device }}: the device module of {{ package }} (devices, streams and events, memory,
+"""torch.<device>: the device module of the package (devices, streams and events, memory,
 random numbers, amp), modelled on torch.cuda."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from .random import (get_rng_state, get_rng_state_all, initial_seed, manual_seed
 from .streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream
 from . import amp  # noqa: F401
 
-DEVICE = "{{ device }}"
+from .._config import DEVICE
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "device",
            "device_of", "synchronize", "is_initialized", "Stream", "Event", "StreamContext",
@@ -29,7 +29,7 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "devi
 
 
 def _index(device: Any, optional: bool = True) -> int:
-    """A device index from an int, a "{{ device }}:N" string or a torch.device; -1 for None."""
+    """A device index from an int, a "<device>:N" string or a torch.device; -1 for None."""
     if device is None:
         if optional:
             return -1

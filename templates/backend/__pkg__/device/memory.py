@@ -1,4 +1,4 @@
-"""Memory of the {{ device }} device: the caching allocator's statistics, with torch.cuda's names."""
+"""Memory of the device: the caching allocator's statistics, with torch.cuda's names."""
 from __future__ import annotations
 
 from collections import OrderedDict

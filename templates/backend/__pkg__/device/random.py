@@ -1,4 +1,4 @@
-"""Random numbers on the {{ device }} device: one default generator per device. Random operators
+"""Random numbers on the device: one default generator per device. Random operators
 that run through the CPU fallback draw from it, so manual_seed reproduces them."""
 from __future__ import annotations
 

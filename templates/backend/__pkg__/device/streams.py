@@ -1,4 +1,4 @@
-"""Streams and events of the {{ device }} device: torch.Stream and torch.Event bound to it, and
+"""Streams and events of the device: torch.Stream and torch.Event bound to it, and
 the per-thread current stream (which device copies and routed kernels are queued on)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch
 
 from .. import _C
 
-DEVICE = "{{ device }}"
+from .._config import DEVICE
 
 
 def _device(device: Any) -> torch.device:
@@ -19,7 +19,7 @@ def _device(device: Any) -> torch.device:
 
 
 class Stream(torch.Stream):
-    """A {{ device }} stream: `Stream()` takes one from the current device's pool."""
+    """A stream of the device: `Stream()` takes one from the current device's pool."""
 
     def __new__(cls, device: Any = None, priority: int = 0, **kwargs):
         if "stream_id" in kwargs:  # (stream_id, device_index, device_type), as torch.Stream
@@ -31,7 +31,7 @@ class Stream(torch.Stream):
 
 
 def Event(enable_timing: bool = False, blocking: bool = False, device: Any = None) -> torch.Event:
-    """A torch.Event on a {{ device }} device; `enable_timing=True` for elapsed_time().
+    """A torch.Event on a device of the package; `enable_timing=True` for elapsed_time().
     A factory rather than a subclass: torch.Event.elapsed_time() accepts torch.Event only."""
     return torch.Event(device=_device(device), enable_timing=enable_timing, blocking=blocking)
 

@@ -1,4 +1,4 @@
-// {{ package }} ATen layer: what its translation units share.
+// ATen layer: what its translation units share.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/Config.h"
+
 namespace c10 {
 class OperatorHandle;
 }
@@ -14,7 +16,7 @@ namespace torch {
 class Library;
 }
 
-namespace {{ package }} {
+namespace BACKEND_NS {
 
 // Copy.cpp: copies between host and device and within the device, through the HAL
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking);
@@ -25,13 +27,13 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // Generator? arguments -> the CPU generators behind this device's generators
 void use_device_generators(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 bool takes_generator(const c10::OperatorHandle& op);
-// routed-call logging ({{ env_prefix }}_LOG_DISPATCH)
+// routed-call logging (BACKEND_ENV_PREFIX "_LOG_DISPATCH")
 bool dispatch_logging();
 void log_dispatch(const char* name, const char* overload, const char* backend);
-{% if vendor_kernels %}
+#if BACKEND_VENDOR_KERNELS
 
-// Boxing.cpp: run the operator with the vendor's {{ vendor_kernels.dispatch_key }} kernels, the
-// tensors presented as {{ vendor_kernels.dispatch_key }} tensors over the same memory
+// Boxing.cpp: run the operator with the vendor's kernels (the profile's
+// vendor_kernels.dispatch_key), the tensors presented as that key's tensors over the same memory
 void vendor_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // whether vendor_kernel can run op (a vendor kernel exists; random ops keep the device's
 // generator on the CPU when the vendor's kernels would use their own)
@@ -40,10 +42,10 @@ bool vendor_can_run(const c10::OperatorHandle& op);
 // (decomposed into several calls) instead of the fallback: routed to the vendor explicitly
 std::vector<std::string> composite_ops_with_vendor_kernels();
 // a copy by the vendor's copy kernel (dtype changes, strided layouts, to and from the vendor's
-// own device) with {{ device }} tensors presented; false where the vendor's kernels run on the host
+// own device) with the device's tensors presented; false where the vendor's kernels run on the host
 bool vendor_copy(const at::Tensor& src, const at::Tensor& dst, bool non_blocking);
 // registers op's unboxed vendor kernel in lib when the profile lists it (else false)
 bool register_unboxed_vendor(torch::Library& lib, const std::string& op);
-{% endif %}
+#endif
 
-}  // namespace {{ package }}
+}  // namespace BACKEND_NS

@@ -1,15 +1,15 @@
-// {{ package }} copies: host <-> device and device <-> device with HAL copies. Dense tensors
-// with matching layouts move as one block; {% if vendor_kernels %}other copies within the device (dtype changes,
-// strided views) and copies to and from the vendor's own device tensors run the vendor's copy
-// kernel where it runs on the device (Boxing.cpp: vendor_copy); else {% endif %}they go through a host
-// buffer, where torch's CPU copy does the conversion.
+// Copies: host <-> device and device <-> device with HAL copies. Dense tensors
+// with matching layouts move as one block. With vendor kernels (BACKEND_VENDOR_KERNELS), other copies within the device
+// (dtype changes, strided views) and copies to and from the vendor's own device tensors run the
+// vendor's copy kernel where it runs on the device (Boxing.cpp: vendor_copy); other copies go
+// through a host buffer, where torch's CPU copy does the conversion.
 #include <ATen/EmptyTensor.h>
 #include <c10/util/Exception.h>
 
 #include "aten/Aten.h"
 #include "runtime/Runtime.h"
 
-namespace {{ package }} {
+namespace BACKEND_NS {
 namespace {
 
 bool on_device(const at::Tensor& t) { return t.device().type() == kDeviceType; }
@@ -81,7 +81,7 @@ void write_to_device(const at::Tensor& dst, const at::Tensor& src, bool non_bloc
 }  // namespace
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
-  TORCH_CHECK(self.defined() && dst.defined(), "{{ device }}: copy of an undefined tensor");
+  TORCH_CHECK(self.defined() && dst.defined(), BACKEND_DEVICE ": copy of an undefined tensor");
   if (self.numel() == 0) return dst;
   const bool src_dev = on_device(self);
   const bool dst_dev = on_device(dst);
@@ -92,17 +92,17 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
       hal::memcpy_async(first_byte(dst), bytes, first_byte(self), bytes,
                         hal::CopyKind::DeviceToDevice,
                         native_stream(current_stream(dst.device().index())));
-{% if vendor_kernels %}
+#if BACKEND_VENDOR_KERNELS
     } else if (vendor_copy(self, dst, non_blocking)) {
-{% endif %}
+#endif
     } else {
       write_to_device(dst, to_host(self), false);
     }
   } else if (src_dev) {
-{% if vendor_kernels %}
+#if BACKEND_VENDOR_KERNELS
     if (!dst.device().is_cpu() && vendor_copy(self, dst, non_blocking)) return dst;
-{% endif %}
-    TORCH_CHECK(dst.device().is_cpu(), "{{ device }}: cannot copy to ", dst.device());
+#endif
+    TORCH_CHECK(dst.device().is_cpu(), BACKEND_DEVICE ": cannot copy to ", dst.device());
     if (block_copyable(self, dst)) {
       DeviceScope scope(self.device().index());
       const c10::Stream stream = current_stream(self.device().index());
@@ -114,10 +114,10 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
       const_cast<at::Tensor&>(dst).copy_(to_host(self));
     }
   } else {
-{% if vendor_kernels %}
+#if BACKEND_VENDOR_KERNELS
     if (!self.device().is_cpu() && vendor_copy(self, dst, non_blocking)) return dst;
-{% endif %}
-    TORCH_CHECK(self.device().is_cpu(), "{{ device }}: cannot copy from ", self.device());
+#endif
+    TORCH_CHECK(self.device().is_cpu(), BACKEND_DEVICE ": cannot copy from ", self.device());
     write_to_device(dst, self, non_blocking);
   }
   return dst;
@@ -127,4 +127,4 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
   return to_host(self).item();
 }
 
-}  // namespace {{ package }}
+}  // namespace BACKEND_NS

@@ -1,4 +1,4 @@
-// {{ package }}._C: the Python binding. It uses the CPython API and runtime/Api.h only (no torch
+// The package's _C: the Python binding. It uses the CPython API and runtime/Api.h only (no torch
 // headers, no pybind11), so it compiles in a second; loading the module also loads the runtime
 // and registers the device (hooks, guard, allocator, operators) through static initialisers.
 #define PY_SSIZE_T_CLEAN
@@ -10,8 +10,8 @@
 #include "pybinding/Binding.h"
 #include "runtime/Api.h"
 
-namespace api = {{ package }}::api;
-using namespace {{ package }}::binding;
+namespace api = BACKEND_NS::api;
+using namespace BACKEND_NS::binding;
 
 namespace {
 
@@ -242,18 +242,18 @@ PyMethodDef methods[] = {
     {nullptr, nullptr, 0, nullptr},
 };
 
-PyModuleDef module = {PyModuleDef_HEAD_INIT, "_C", "{{ package }} runtime binding", -1, methods,
+PyModuleDef module = {PyModuleDef_HEAD_INIT, "_C", BACKEND_PACKAGE " runtime binding", -1, methods,
                       nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace
 
 PyMODINIT_FUNC PyInit__C() {
   PyObject* m = PyModule_Create(&module);
-{% if runtime.collectives and runtime.collectives.native %}
-  if (m != nullptr && {{ package }}::binding::add_collectives(m) != 0) {
+#if BACKEND_NATIVE_COLLECTIVES
+  if (m != nullptr && BACKEND_NS::binding::add_collectives(m) != 0) {
     Py_DECREF(m);
     return nullptr;
   }
-{% endif %}
+#endif
   return m;
 }

@@ -8,7 +8,9 @@
 #include <utility>
 #include <vector>
 
-namespace {{ package }}::api {
+#include "runtime/Config.h"
+
+namespace BACKEND_NS::api {
 
 // devices
 int device_count();
@@ -50,4 +52,4 @@ void unroute(const std::string& op);  // back to the device's fallback
 std::vector<std::string> implicit_vendor_ops();
 void set_log_dispatch(bool on);
 
-}  // namespace {{ package }}::api
+}  // namespace BACKEND_NS::api

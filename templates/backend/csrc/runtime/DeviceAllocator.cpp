@@ -1,4 +1,4 @@
-// {{ package }} caching device allocator with statistics (torch.cuda's counters), over the HAL:
+// Caching device allocator with statistics (torch.cuda's counters), over the HAL:
 // blocks cached per (device, stream, rounded size), reused on other streams only after events
 // recorded there have passed (recordStream), the cache freed and the allocation retried once
 // before an OutOfMemoryError.
@@ -16,7 +16,7 @@
 #include "runtime/Api.h"
 #include "runtime/Runtime.h"
 
-namespace {{ package }} {
+namespace BACKEND_NS {
 namespace {
 
 using c10::CachingAllocator::StatType;
@@ -87,10 +87,10 @@ class DeviceCachingAllocator final : public c10::DeviceAllocator {
         ++st.num_ooms;
         size_t free_bytes = 0, total = 0;
         hal::mem_get_info(&free_bytes, &total);
-        TORCH_CHECK_WITH(OutOfMemoryError, false, "{{ device }} out of memory: tried to allocate ",
+        TORCH_CHECK_WITH(OutOfMemoryError, false, BACKEND_DEVICE " out of memory: tried to allocate ",
                          size, " bytes on device ", static_cast<int>(device), " (", free_bytes,
                          " of ", total, " bytes free; ", st.allocated_bytes[0].current,
-                         " allocated by {{ package }})");
+                         " allocated by " BACKEND_PACKAGE ")");
       }
       b = new Block();
       b->ptr = p;
@@ -114,7 +114,7 @@ class DeviceCachingAllocator final : public c10::DeviceAllocator {
   void release(void* ptr) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = live_.find(ptr);
-    TORCH_INTERNAL_ASSERT(it != live_.end(), "{{ device }}: freeing an unknown pointer");
+    TORCH_INTERNAL_ASSERT(it != live_.end(), BACKEND_DEVICE ": freeing an unknown pointer");
     Block* b = it->second;
     live_.erase(it);
     DeviceStats& st = stats_[b->device];
@@ -323,4 +323,4 @@ std::pair<std::size_t, std::size_t> mem_get_info(int device) {
 }
 
 }  // namespace api
-}  // namespace {{ package }}
+}  // namespace BACKEND_NS

@@ -1,11 +1,13 @@
-// {{ package }} PrivateUse1HooksInterface and generators.
+// PrivateUse1HooksInterface and generators.
+#include "runtime/Config.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
-{% if vendor_kernels and vendor_kernels.dispatch_key == "CUDA" %}
+#if BACKEND_VENDOR_KEY_CUDA
 #include <ATen/detail/CUDAHooksInterface.h>
-{% endif %}
+#endif
 #include <c10/core/StorageImpl.h>
 #include <c10/util/Exception.h>
 
@@ -18,7 +20,7 @@
 #include "runtime/Random.h"
 #include "runtime/Runtime.h"
 
-namespace {{ package }} {
+namespace BACKEND_NS {
 namespace {
 
 class GeneratorImpl final : public c10::GeneratorImpl {
@@ -94,7 +96,7 @@ at::Generator cpu_generator(const at::Generator& device_generator) {
 
 void resize_storage(const c10::Storage& storage, std::size_t new_nbytes) {
   c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
-  TORCH_CHECK(impl->resizable(), "{{ device }}: trying to resize storage that is not resizable");
+  TORCH_CHECK(impl->resizable(), BACKEND_DEVICE ": trying to resize storage that is not resizable");
   const std::size_t old_nbytes = impl->nbytes();
   if (new_nbytes == old_nbytes) return;
   c10::DeviceIndex device = storage.device().index();
@@ -131,19 +133,19 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
   }
   bool isPinnedPtr(const void* data) const override {
     if (is_pinned(data)) return true;
-{% if vendor_kernels and vendor_kernels.dispatch_key == "CUDA" %}
+#if BACKEND_VENDOR_KEY_CUDA
     // With CUDA built into torch, empty(pin_memory=True) takes torch's CUDA pinned allocator;
     // that memory is page-locked for this device too.
     const auto& cuda = at::detail::getCUDAHooks();
     return cuda.hasCUDA() && cuda.isPinnedPtr(data);
-{% else %}
+#else
     return false;
-{% endif %}
+#endif
   }
   at::Allocator* getPinnedMemoryAllocator() const override { return host_allocator(); }
   at::Device getDeviceFromPtr(void* data) const override {
     const auto device = device_of(data);
-    TORCH_CHECK(device >= 0, "{{ device }}: pointer was not allocated by {{ package }}");
+    TORCH_CHECK(device >= 0, BACKEND_DEVICE ": pointer was not allocated by " BACKEND_PACKAGE);
     return at::Device(kDeviceType, device);
   }
   const at::Generator& getDefaultGenerator(c10::DeviceIndex device) const override {
@@ -191,4 +193,4 @@ void set_rng_state(int device, const std::string& bytes) {
 }
 
 }  // namespace api
-}  // namespace {{ package }}
+}  // namespace BACKEND_NS

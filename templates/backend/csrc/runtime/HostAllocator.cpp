@@ -1,4 +1,4 @@
-// {{ package }} caching pinned (page-locked) host allocator over the HAL: blocks cached by size;
+// Caching pinned (page-locked) host allocator over the HAL: blocks cached by size;
 // a block that queued copies use (record_host_use) is reused only after they complete.
 #include <c10/core/Allocator.h>
 #include <c10/util/Exception.h>
@@ -11,7 +11,7 @@
 #include "runtime/Api.h"
 #include "runtime/Runtime.h"
 
-namespace {{ package }} {
+namespace BACKEND_NS {
 namespace {
 
 constexpr size_t kRound = 4096;
@@ -121,7 +121,7 @@ void record_host_use(const void* ptr, const c10::Stream& stream) {
 
 namespace api {
 
-bool is_pinned(std::uintptr_t ptr) { return {{ package }}::is_pinned(reinterpret_cast<void*>(ptr)); }
+bool is_pinned(std::uintptr_t ptr) { return BACKEND_NS::is_pinned(reinterpret_cast<void*>(ptr)); }
 
 }  // namespace api
-}  // namespace {{ package }}
+}  // namespace BACKEND_NS
