@@ -238,11 +238,14 @@ def run_quiet(argv: list[str], timeout: float = 30.0) -> tuple[int, str]:
     return p.returncode, p.stdout + p.stderr
 
 
+def _version_output(path: str | None) -> tuple[int, str]:
+    """Exit status and output of ``path --version``; (127, "") without a path."""
+    return run_quiet([path, "--version"], timeout=15) if path else (127, "")
+
+
 def tool_version(path: str | None) -> str | None:
     """``--version`` of a tool, as the first dotted number of its output."""
-    if not path:
-        return None
-    rc, out = run_quiet([path, "--version"], timeout=15)
+    rc, out = _version_output(path)
     if rc != 0:
         return None
     m = re.search(r"release \d+\.\d+, V(\d+\.\d+\.\d+)", out)  # nvcc
@@ -255,10 +258,7 @@ def tool_version(path: str | None) -> str | None:
 
 
 def compiler_family(path: str | None) -> str | None:
-    if not path:
-        return None
-    rc, out = run_quiet([path, "--version"], timeout=15)
-    text = out.lower()
+    text = _version_output(path)[1].lower()  # whatever the exit status
     if "clang" in text:
         return "clang"
     if "nvcc" in text or "cuda compiler" in text:
