@@ -8,7 +8,9 @@ like the bundled simulator for a real device). The tree is rendered into a tempo
 next to the target and swapped into place (:mod:`.swap`); an existing non-empty target is
 replaced only with ``force``, only when it is a previous scaffold output (it has the marker
 file), and only when the user changed nothing there unless ``discard_changes`` (:mod:`.userwork`:
-the marker records each file's sha256; files the user added are always kept).
+the marker records each file's sha256; files the user added are always kept). Every write
+also keeps the rendered files under ``.tdev-scaffold/base``: the base of ``--update``
+(:mod:`.update`).
 """
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """What a user did to a generated package since ``tdev scaffold`` wrote it.
 
 The scaffold marker (``.tdev-scaffold.json``, schema 2) records every generated file with its
-sha256, the template tree's digest and the resolved profile (so the old render can be produced
-again: the base a later 3-way ``--update`` needs). Against it, :func:`survey` finds
+sha256, the template tree's digest and the resolved profile. Against it, :func:`survey` finds
 
 - **changed** files: generated files whose content is neither what scaffold wrote nor what the
   new render writes (an edit that the new render would make anyway loses nothing), and added
