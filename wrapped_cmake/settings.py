@@ -236,7 +236,7 @@ def _read_toml(path: Path) -> dict:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
         import tomli as tomllib  # type: ignore[no-redef]
-    from .torch_manifest import read_regular
+    from .readfile import read_regular
     raw = read_regular(path, MAX_PYPROJECT_BYTES)
     try:
         text = raw.decode("utf-8")
