@@ -60,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--all", action="store_true", help="remove the build directory")
         if name == "build":
             t = p.add_argument_group("standalone torch_cuda build (--source is a `tdev extract` "
-                                     "output; docs/standalone-build.md)")
+                                     "output; --target names target sets of its targets.yaml, "
+                                     "default c10_cuda,_CUDAC; docs/standalone-build.md)")
             # --targets: a hidden alias of --target (older docs used it); --target is the option
             t.add_argument("--targets", action="append", dest="targets", help=argparse.SUPPRESS)
             t.add_argument("--plan", action="store_true", help="print the translation units of "
