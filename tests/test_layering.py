@@ -1,0 +1,170 @@
+"""The layering of the house (issue 14, "Layering" and "Two readers of one file"):
+
+* ``wrapped_cmake``, the generic CMake wrapper, imports nothing from ``tdev``: read from the
+  import graph (every ``import``/``from`` of every module, those inside functions included, and
+  ``importlib.import_module``/``__import__`` calls with a literal name), not by convention;
+* the generic layers tdev builds on (``tdev.fsutil``, ``tdev.docread``; ``basekit`` where it
+  exists) import nothing of the layers above them;
+* one manifest model: extract (replacing a tree it wrote), ``tdev extract --verify`` and the
+  standalone build all read MANIFEST.json through ``tdev.extract.manifest.load_manifest``;
+* the build of an extraction is found through the ``wrapped_cmake.sources`` entry point, and
+  without it the same command line says what is missing in one line.
+"""
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+import tdev.extract.manifest as manifest_module
+from tdev.cli.main import main as tdev_main
+from wrapped_cmake import sources
+from wrapped_cmake.cli import main as wcmake_main
+
+from test_extract_support import make_tree
+
+REPO = Path(__file__).resolve().parents[1]
+WRAPPED_CMAKE = REPO / "wrapped_cmake"
+TDEV = REPO / "tools" / "tdev"
+
+
+def module_name(path: Path, root: Path, package: str) -> str:
+    rel = path.relative_to(root).with_suffix("")
+    parts = [package, *rel.parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path, module: str) -> set[str]:
+    """Every module name ``path`` imports (relative imports resolved), wherever the import
+    statement stands, plus literal names given to ``importlib.import_module``/``__import__``."""
+    tree = ast.parse(path.read_text(), str(path))
+    is_pkg = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                base = base[:len(base) - node.level + (1 if is_pkg else 0)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found.add(target)
+            found.update(f"{target}.{a.name}" for a in node.names)  # `from tdev import x`
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+            if name in ("import_module", "__import__") and isinstance(node.args[0].value, str):
+                found.add(node.args[0].value)
+    return found
+
+
+def graph(root: Path, package: str) -> dict[str, set[str]]:
+    return {module_name(p, root, package): imports_of(p, module_name(p, root, package))
+            for p in sorted(root.rglob("*.py")) if "__pycache__" not in p.parts}
+
+
+def within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def test_the_import_graph_reader_sees_imports_inside_functions(tmp_path):
+    """The reader itself: an import hidden in a function, a relative one and import_module."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "m.py").write_text("def f():\n    from tdev.patch import series\n"
+                              "    from . import other\n"
+                              "    import importlib; importlib.import_module('tdev.globs')\n")
+    got = graph(pkg, "pkg")["pkg.m"]
+    assert {"tdev.patch", "tdev.patch.series", "pkg", "pkg.other", "tdev.globs"} <= got
+
+
+def test_wrapped_cmake_imports_nothing_from_tdev():
+    g = graph(WRAPPED_CMAKE, "wrapped_cmake")
+    assert len(g) >= 15 and "wrapped_cmake.cli" in g and "wrapped_cmake.sources" in g
+    offenders = {m: sorted(i for i in imps if within(i, "tdev")) for m, imps in g.items()}
+    assert not {m: i for m, i in offenders.items() if i}
+
+
+def test_generic_layers_import_nothing_above_them():
+    tdev_graph = graph(TDEV, "tdev")
+    for name in ("tdev.fsutil", "tdev.docread"):
+        if name not in tdev_graph:  # moved to basekit: checked below
+            continue
+        above = sorted(i for i in tdev_graph[name] if within(i, "tdev") or within(i, "wrapped_cmake"))
+        assert not above, f"{name} imports {above}"
+    basekit = REPO / "basekit"
+    if basekit.is_dir():
+        for m, imps in graph(basekit, "basekit").items():
+            above = sorted(i for i in imps if within(i, "tdev") or within(i, "wrapped_cmake"))
+            assert not above, f"{m} imports {above}"
+
+
+def test_no_second_manifest_reader():
+    """wrapped_cmake defines no manifest reader; in tdev only tdev.extract.manifest has one."""
+    for root, package in ((WRAPPED_CMAKE, "wrapped_cmake"), (TDEV, "tdev")):
+        for p in sorted(root.rglob("*.py")):
+            tree = ast.parse(p.read_text(), str(p))
+            readers = [n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)
+                       and "manifest" in n.name and n.name.startswith(("load", "read", "parse"))]
+            if module_name(p, root, package) != "tdev.extract.manifest":
+                assert not readers, f"{p}: {readers}"
+
+
+@pytest.fixture
+def counted_loader(monkeypatch):
+    """``load_manifest`` wrapped: the directories it was called for, in order."""
+    calls: list[Path] = []
+    real = manifest_module.load_manifest
+
+    def recording(out):
+        calls.append(Path(out).resolve())
+        return real(out)
+
+    monkeypatch.setattr(manifest_module, "load_manifest", recording)
+    return calls
+
+
+def test_extract_verify_and_the_build_read_the_one_manifest_model(tmp_path, counted_loader, capsys):
+    # --json: extract_cmd.render binds sys.stdout at import, which pytest's capture replaces
+    tree = make_tree(tmp_path / "pytorch")
+    ext = tmp_path / "third_device" / "torch_cuda"
+    assert tdev_main(["extract", str(tree), "--out", str(ext), "--json"]) == 0
+    assert counted_loader == []  # a fresh output: nothing to read yet
+
+    def read_by(step) -> None:
+        before = len(counted_loader)
+        step()
+        assert counted_loader[before:] and set(counted_loader[before:]) == {ext.resolve()}
+
+    # extract again: replacing a tree it wrote reads (and checks) that tree's manifest
+    read_by(lambda: tdev_main(["extract", str(tree), "--out", str(ext), "--json"]) == 0 or pytest.fail())
+    read_by(lambda: tdev_main(["extract", "--verify", "--out", str(ext)]) == 0 or pytest.fail())
+    capsys.readouterr()
+    # the build, through wrapped-cmake's command line and the source builder it finds
+    read_by(lambda: wcmake_main(["build", "--backend", "cuda", "--source", str(ext), "--plan",
+                                 "--json"]) == 0 or pytest.fail())
+    report = json.loads(capsys.readouterr().out)
+    assert report["manifest"] == str(ext.resolve() / "MANIFEST.json")
+
+
+def test_the_build_is_found_through_the_entry_point():
+    found = [b for b in sources.installed() if b.name == "torch_cuda"]
+    assert found and found[0].backend == "cuda"
+    assert type(found[0]).__module__ == "tdev.build.cli"
+
+
+def test_without_a_source_builder_an_extraction_says_so(tmp_path, monkeypatch, capsys):
+    tree = make_tree(tmp_path / "pytorch")
+    ext = tmp_path / "torch_cuda"
+    assert tdev_main(["extract", str(tree), "--out", str(ext), "--json"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(sources, "registered", lambda: [])  # as without tdev installed
+    assert wcmake_main(["build", "--backend", "cuda", "--source", str(ext)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no source builder is installed" in err and str(ext) in err
+    assert wcmake_main(["build", "--backend", "cuda", "--source", str(ext), "--plan"]) == 2
+    assert "only a source build has a plan" in capsys.readouterr().err
