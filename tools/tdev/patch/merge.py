@@ -150,6 +150,15 @@ def _conflicting_hunks(conflicts: list[Conflict], placed: tuple[HunkResult, ...]
     return out or [1]
 
 
+def diff3_region(first: tuple[str, list[str]], base: tuple[str, list[str]],
+                 second: tuple[str, list[str]]) -> list[str]:
+    """One conflict in diff3 style: each side is (label, lines); the lines keep no newlines."""
+    out = [f"<<<<<<< {first[0]}"] + [ln.rstrip("\n") for ln in first[1]]
+    out += [f"||||||| {base[0]}"] + [ln.rstrip("\n") for ln in base[1]]
+    out += ["======="] + [ln.rstrip("\n") for ln in second[1]]
+    return out + [f">>>>>>> {second[0]}", ""]
+
+
 def _conflict_text(name: str, path: str, new_tree: str, conflicts: list[Conflict],
                    hunks: list[Hunk]) -> str:
     out = [f"# tdev patch port: {name} does not merge into {new_tree}/{path}",
@@ -157,14 +166,9 @@ def _conflict_text(name: str, path: str, new_tree: str, conflicts: list[Conflict
     for h in hunks:
         out += ["# hunk of the patch:", format_hunk(h), ""]
     for c in conflicts:
-        out.append(f"<<<<<<< patched (the tree the series was made for, line {c.base_start})")
-        out += [ln.rstrip("\n") for ln in c.ours]
-        out.append("||||||| base (the tree the series was made for, without the patch)")
-        out += [ln.rstrip("\n") for ln in c.base]
-        out.append("=======")
-        out += [ln.rstrip("\n") for ln in c.theirs]
-        out.append(">>>>>>> new tree")
-        out.append("")
+        out += diff3_region((f"patched (the tree the series was made for, line {c.base_start})", c.ours),
+                            ("base (the tree the series was made for, without the patch)", c.base),
+                            ("new tree", c.theirs))
     return "\n".join(out)
 
 

@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 from tdev.docread import BadInput, read_regular
 from tdev.fsutil import PathEscapeError, safe_join
-from tdev.patch.merge import Conflict, merge3
+from tdev.patch.merge import Conflict, diff3_region, merge3
 
 from .profiles import available_vendors
 from .render import marker_info, write_package
@@ -135,14 +135,8 @@ def conflict_text(rel: str, deleted: bool, conflicts: tuple[Conflict, ...]) -> s
            "(--update refuses while it is here).", ""]
     for c in conflicts:
         # merge_file merges (base, new, yours): c.ours is the new render, c.theirs yours
-        out.append(f"<<<<<<< yours ({rel})")
-        out += [ln.rstrip("\n") for ln in c.theirs]
-        out.append(f"||||||| old render (line {c.base_start})")
-        out += [ln.rstrip("\n") for ln in c.base]
-        out.append("=======")
-        out += [ln.rstrip("\n") for ln in c.ours]
-        out.append(">>>>>>> new render")
-        out.append("")
+        out += diff3_region((f"yours ({rel})", c.theirs), (f"old render (line {c.base_start})", c.base),
+                            ("new render", c.ours))
     return "\n".join(out)
 
 
