@@ -1,5 +1,5 @@
 """backends.conf routing: syntax, include, errors with file and line, env override, fallbacks
-when FlagGems is absent, and the routes actually taken (seen through {{ env_prefix }}_LOG_DISPATCH)."""
+when FlagGems is absent, and the routes actually taken (seen through <PREFIX>_LOG_DISPATCH)."""
 import pytest
 import torch
 
@@ -117,13 +117,13 @@ def test_an_invalid_config_fails_at_import_with_file_and_line(tmp_path):
 
 def test_flaggems_routes_fall_back_with_one_warning_when_flaggems_is_absent(tmp_path):
     conf = write(tmp_path, "f.conf", "mm = flaggems\nbmm = flaggems\n")
-    code = """
+    code = f"""
         import importlib.util, warnings
         warnings.simplefilter("always")
         assert importlib.util.find_spec("flag_gems") is None, "FlagGems is installed here"
-        import {{ package }}
-        print(sorted((op, r.backend) for op, r in {{ package }}.get_op_routes().items()))
-        print({{ package }}.is_flaggems_enabled())
+        import {pkg.__name__} as pkg
+        print(sorted((op, r.backend) for op, r in pkg.get_op_routes().items()))
+        print(pkg.is_flaggems_enabled())
     """
     r = run_python(code, env={f"{PREFIX}_BACKEND_CONFIG": str(conf),
                               "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
@@ -153,10 +153,10 @@ def test_flaggems_routes_reach_flaggems_kernels(tmp_path):
     write(tmp_path / "flag_gems", "__init__.py", FAKE_FLAGGEMS)
     conf = write(tmp_path, "g.conf", "add.Tensor = flaggems\n")
     code = f"""
-        import torch, flag_gems, {{ package }}
+        import torch, flag_gems, {pkg.__name__} as pkg
         x = torch.ones(3, device="{DEVICE}")
         y = x + x
-        print("sum", y.sum().item(), y.device.type, flag_gems.CALLS, {{ package }}.is_flaggems_enabled())
+        print("sum", y.sum().item(), y.device.type, flag_gems.CALLS, pkg.is_flaggems_enabled())
     """
     r = run_python(code, env={f"{PREFIX}_BACKEND_CONFIG": str(conf), f"{PREFIX}_LOG_DISPATCH": "1"},
                    extra_path=tmp_path)
@@ -188,11 +188,11 @@ def test_routes_can_be_replaced_at_run_time():
 
 def test_a_replaced_route_is_the_one_taken(tmp_path):
     code = f"""
-        import torch, {{ package }}
+        import torch, {pkg.__name__} as pkg
         a = torch.tensor([1.0, 2.0], device="{DEVICE}")
-        {{ package }}.routing.set_route("add.Tensor", "cpu")
+        pkg.routing.set_route("add.Tensor", "cpu")
         print("one", (a + a).tolist())
-        {{ package }}.routing.set_route("add.Tensor", "vendor")
+        pkg.routing.set_route("add.Tensor", "vendor")
         print("two", (a + a).tolist())
     """
     r = run_python(code, env={f"{PREFIX}_LOG_DISPATCH": "1"})
