@@ -168,3 +168,15 @@ def test_without_a_source_builder_an_extraction_says_so(tmp_path, monkeypatch, c
     assert err.count("\n") == 1 and "no source builder is installed" in err and str(ext) in err
     assert wcmake_main(["build", "--backend", "cuda", "--source", str(ext), "--plan"]) == 2
     assert "only a source build has a plan" in capsys.readouterr().err
+
+
+def test_a_builder_named_in_the_environment_without_installed_metadata(monkeypatch):
+    """A checkout on PYTHONPATH (the GPU machine has no pip metadata): $WCMAKE_SOURCES names it."""
+    monkeypatch.setattr(sources, "distributions", lambda: [])
+    monkeypatch.delenv(sources.ENV, raising=False)
+    assert sources.installed() == []
+    monkeypatch.setenv(sources.ENV, "tdev.build.cli:SOURCE")
+    assert [b.name for b in sources.installed()] == ["torch_cuda"]
+    monkeypatch.setenv(sources.ENV, "no_such_module:SOURCE")
+    with pytest.raises(sources.InputError, match="WCMAKE_SOURCES: no_such_module:SOURCE cannot"):
+        sources.installed()

@@ -7,7 +7,9 @@ registering a :class:`SourceBuilder` under the entry point group :data:`GROUP`::
     [project.entry-points."wrapped_cmake.sources"]
     torch_cuda = "tdev.build.cli:SOURCE"
 
-wrapped_cmake imports nothing of such a package: it loads the registered builders, asks each
+Where a package is importable but not installed (``PYTHONPATH`` on a machine without pip
+metadata), :data:`ENV` names its builders instead: ``WCMAKE_SOURCES=tdev.build.cli:SOURCE``
+(comma-separated). wrapped_cmake imports nothing of such a package: it loads the registered builders, asks each
 whether it handles the ``--source`` (for the backend given) and hands it the parsed command
 line and the settings (:class:`SourceRequest`). The builder prints and returns the exit code;
 bad input is raised as :class:`~.errors.InputError` (one line, exit 2) like everywhere else.
@@ -15,6 +17,7 @@ bad input is raised as :class:`~.errors.InputError` (one line, exit 2) like ever
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, distributions
 from pathlib import Path
@@ -24,6 +27,7 @@ from .errors import InputError
 from .settings import Settings
 
 GROUP = "wrapped_cmake.sources"
+ENV = "WCMAKE_SOURCES"  # not WRAPPED_CMAKE_*: that prefix names settings
 # What marks a --source as an extraction some source builder builds (no CMakeLists.txt of its
 # own): said when no builder is installed, so the user learns what is missing.
 EXTRACTION_MARKERS = ("MANIFEST.json", "torch_cuda/MANIFEST.json")
@@ -57,8 +61,12 @@ def installed() -> list[SourceBuilder]:
     for ep in registered():
         try:
             obj = ep.load()
-        except ModuleNotFoundError:
-            continue
+        except ModuleNotFoundError as e:
+            if ep.name != ep.value:
+                continue  # a stale registration in installed metadata
+            raise InputError(f"env {ENV}", f"{ep.value} cannot be loaded: {e}") from None
+        except (ImportError, AttributeError, ValueError) as e:  # e.g. a bad $WCMAKE_SOURCES
+            raise InputError(f"source builder {ep.value}", f"cannot be loaded: {e}") from None
         if not isinstance(obj, SourceBuilder):
             raise InputError(f"entry point {GROUP}:{ep.name}", f"{ep.value} is not a source "
                              "builder (name, backend, usage, handles(), run())")
@@ -72,6 +80,8 @@ def registered() -> list[EntryPoint]:
     checkout) does not hide the registrations of the installed metadata of the same name."""
     found = {(ep.name, ep.value): ep for d in distributions() for ep in d.entry_points
              if ep.group == GROUP}
+    for value in filter(None, (v.strip() for v in os.environ.get(ENV, "").split(","))):
+        found.setdefault((value, value), EntryPoint(value, value, GROUP))
     return [found[k] for k in sorted(found)]
 
 
