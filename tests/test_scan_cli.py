@@ -213,8 +213,24 @@ def test_extraction_in_the_tree_is_not_scanned(mini_tree, tmp_path):
     assert "torch/data/k.cu" in paths and not [p for p in paths if p.startswith("third_device/")]
     assert res.nested_extractions == ["third_device/torch_cuda"]
     text = tdev("scan", str(mini_tree), env={"TDEV_CACHE_DIR": str(tmp_path)}).stdout
-    assert "not scanned: 1 tdev extractions in the tree (copies, not PyTorch's code): " \
-           "third_device/torch_cuda" in text
+    assert "not scanned: 1 tdev extractions and build directories in the tree (copies, not " \
+           "PyTorch's code): third_device/torch_cuda" in text
+
+
+def test_wrapped_cmake_build_directory_in_the_tree_is_not_scanned(mini_tree, tmp_path):
+    """An --in-tree extraction's default build directory (third_device/build/torch_cuda) holds
+    staged copies of c10: wrapped-cmake marked it as its own, so the scan skips and names it."""
+    build = mini_tree / "third_device" / "build" / "torch_cuda"
+    (build / "src" / "c10" / "cuda").mkdir(parents=True)
+    (build / "src" / "c10" / "cuda" / "CUDAStream.cpp").write_text("#include <cuda_runtime.h>\n")
+    (build / ".wrapped-cmake").mkdir()
+    (build / ".wrapped-cmake" / "build-dir.json").write_text("{}")
+    res = scan(mini_tree, cache_dir=tmp_path)
+    assert not [f.path for f in res.files if f.path.startswith("third_device/")]
+    assert res.nested_extractions == ["third_device/build/torch_cuda"]
+    (build / ".wrapped-cmake" / "build-dir.json").unlink()  # not marked: scanned as any directory
+    res = scan(mini_tree, cache_dir=tmp_path)
+    assert "third_device/build/torch_cuda/src/c10/cuda/CUDAStream.cpp" in {f.path for f in res.files}
 
 
 @pytest.mark.realtree

@@ -94,7 +94,7 @@ def render_summary(result) -> None:
     print(f"{s['files_scanned']} files scanned in {s['seconds']:.2f} s; code files: {s['cache_hits']} "
           f"unchanged (evidence from the cache), {s['files_read']} read; {s['warnings']} warnings")
     _not_scanned(s["nested_repositories"], "repositories nested in the tree (git submodules)")
-    _not_scanned(s["nested_extractions"], "tdev extractions in the tree (copies, not PyTorch's code)")
+    _not_scanned(s["nested_extractions"], "tdev extractions and build directories in the tree (copies, not PyTorch's code)")
 
 
 def _not_scanned(paths: list[str], what: str) -> None:

@@ -150,7 +150,7 @@ def make_plan(root: str | Path, scan: ScanResult, layout: Layout, *, rules: Rule
     rules = rules or load_rules()
     prefixes = tuple(e.rstrip("/") + "/" for e in exclude)
     nested: list[str] | None = [] if rules.walk.skip_nested_repos else None  # as the scan walks
-    entries = {e.path: e for e in walk_tree(root, rules.walk.skip_dirs, nested)
+    entries = {e.path: e for e in walk_tree(root, rules.walk.skip_dirs, nested, extractions=[])
                if not e.path.startswith(prefixes)}
     files = set(entries)
     if prefixes:

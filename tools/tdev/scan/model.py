@@ -84,7 +84,7 @@ class ScanResult:
     cache_hits: int = 0  # code files whose content evidence came from the cache
     files_read: int = 0  # code files whose content was read and scanned in this run
     nested_repositories: list[str] = field(default_factory=list)  # not scanned (submodules)
-    nested_extractions: list[str] = field(default_factory=list)  # not scanned (tdev extract output)
+    nested_extractions: list[str] = field(default_factory=list)  # not scanned (tdev extractions, wrapped-cmake build dirs)
 
     def by_kind(self, kind: Kind) -> list[FileFinding]:
         return [f for f in self.files if f.kind == kind]

@@ -46,14 +46,15 @@ def is_extraction(manifest: str) -> bool:
     return isinstance(doc, dict) and doc.get("tool") == EXTRACTION_TOOL
 
 
-def walk_tree(root: Path, skip_dirs: frozenset[str],
-              nested: list[str] | None = None) -> list[FileEntry]:
+def walk_tree(root: Path, skip_dirs: frozenset[str], nested: list[str] | None = None,
+              extractions: list[str] | None = None) -> list[FileEntry]:
     """All regular files under ``root`` (symlinks to files included, symlinked dirs not entered),
     sorted by path. Unreadable directories are skipped silently by design: the caller compares
     against build files, which name what matters. With ``nested`` (a list), repositories nested
-    in the tree are not entered and their paths are appended to it."""
+    in the tree are not entered and their paths are appended to it; likewise ``extractions``
+    for tdev's own outputs (see walk_dirs)."""
     out: list[FileEntry] = []
-    for _, files in walk_dirs(root, skip_dirs, nested):
+    for _, files in walk_dirs(root, skip_dirs, nested, extractions=extractions):
         out.extend(files)
     out.sort(key=lambda f: f.path)
     return out
@@ -68,8 +69,10 @@ def walk_dirs(root: Path, skip_dirs: frozenset[str], nested: list[str] | None = 
     directory under ``root``, in no particular order (see walk_tree). Entries that are neither
     directories nor regular files (FIFOs, sockets, devices, links to them) are never opened;
     with ``irregular`` (a list), (path, kind) of each is appended to it. Dangling links and
-    links to directories are skipped silently. With ``extractions`` (a list), tdev extractions
-    nested in the tree are not entered and their paths are appended to it."""
+    links to directories are skipped silently. With ``extractions`` (a list), tdev's outputs
+    nested in the tree (an extraction: its MANIFEST.json says tdev extract wrote it; a
+    wrapped-cmake build directory: it holds .wrapped-cmake/build-dir.json, e.g. the staged
+    copies of c10 an --in-tree build makes) are not entered and their paths are appended to it."""
     stack = [("", str(root))]
     while stack:
         rel, absdir = stack.pop()
@@ -79,7 +82,7 @@ def walk_dirs(root: Path, skip_dirs: frozenset[str], nested: list[str] | None = 
             continue
         files: list[FileEntry] = []
         subdirs: list[tuple[str, str]] = []
-        own_repo, manifest = False, ""
+        own_repo, manifest, build_dir = False, "", False
         with it:
             for e in it:
                 name = e.name
@@ -87,6 +90,8 @@ def walk_dirs(root: Path, skip_dirs: frozenset[str], nested: list[str] | None = 
                     own_repo = True
                 elif name == "MANIFEST.json" and rel and extractions is not None:
                     manifest = e.path
+                elif name == ".wrapped-cmake" and rel and extractions is not None:
+                    build_dir = os.path.isfile(os.path.join(e.path, "build-dir.json"))
                 try:
                     if e.is_dir(follow_symlinks=False):
                         if name not in skip_dirs:
@@ -104,7 +109,7 @@ def walk_dirs(root: Path, skip_dirs: frozenset[str], nested: list[str] | None = 
         if own_repo:
             nested.append(rel[:-1])  # type: ignore[union-attr]
             continue
-        if manifest and is_extraction(manifest):
+        if build_dir or (manifest and is_extraction(manifest)):
             extractions.append(rel[:-1])  # type: ignore[union-attr]
             continue
         stack += subdirs
