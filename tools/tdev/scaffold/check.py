@@ -49,6 +49,7 @@ class CheckResult:
     units: list[UnitResult] = field(default_factory=list)
     headers: tuple[str, ...] = ()  # the SDK headers the declarations were checked against
     declarations_checked: int = 0
+    more_includes: tuple[Path, ...] = ()  # where headers outside the SDK root were found
 
     @property
     def ok(self) -> bool:
@@ -59,7 +60,8 @@ class CheckResult:
                  "sdk": f"the {self.vendor} SDK at {self.api_include}",
                  "simulator": "the bundled simulator's header"}[self.against]
         if self.against == "sdk" and self.headers:
-            where = (f"the {self.vendor} SDK's {', '.join(self.headers)} at {self.api_include} "
+            at = ", ".join(str(p) for p in (self.api_include, *self.more_includes))
+            where = (f"the {self.vendor} SDK's {', '.join(self.headers)} at {at} "
                      f"({self.declarations_checked} profile declarations checked against them)")
         passed = sum(u.ok for u in self.units)
         return f"syntax check against {where}: {passed}/{len(self.units)} units OK"
@@ -115,7 +117,8 @@ def syntax_check(package_dir: Path, jobs: int = 2, declared_only: bool = False,
     checked = unit is not None and any(u.source == CONFORMANCE_UNIT for u in units)
     return CheckResult(package_dir, info.get("vendor", "?"), against, api_include, units,
                        headers=unit.headers if checked else (),
-                       declarations_checked=unit.checked if checked else 0)
+                       declarations_checked=unit.checked if checked else 0,
+                       more_includes=tuple(extra))
 
 
 def _run_all(run: Callable[[Path], UnitResult], sources: list[Path], jobs: int,

@@ -5,7 +5,7 @@ states the SDK's API: ``hal_arg<T>`` converts each argument to the declared para
 wrong declaration can still compile. This unit compiles the declarations themselves after the
 real headers: each function is redeclared as the profile states it (C++ refuses an ``extern "C"``
 redeclaration whose parameter or return types differ), and each typedef, enum member and
-constant is a ``static_assert`` on its type and value. Each line carries the profile key it
+constant is a ``static_assert`` on its type (a constant's: that it converts) and value. Each line carries the profile key it
 checks, so a compiler diagnostic names it.
 """
 from __future__ import annotations
@@ -56,9 +56,12 @@ def _section(s: DeclaredSection) -> list[str]:
             out.append(_assert(f"{member} == {value}", k, f"{member} is not {value}"))
     for name, ctype, value in d.constants:
         k = f"{key}.constants.{name}"
-        out.append(_assert(f"std::is_same_v<std::remove_cv_t<decltype({name})>, {ctype}>", k,
-                           f"{name} is not of type {ctype}"))
-        out.append(_assert(f"{name} == {value}", k, f"{name} is not {value}"))
+        # an SDK constant is often a macro (an int or unsigned literal): its value must convert
+        # to the declared type unchanged, not have that very type
+        out.append(_assert(f"std::is_convertible_v<decltype({name}), {ctype}>", k,
+                           f"{name} does not convert to {ctype}"))
+        out.append(_assert(f"{name} == {value} && static_cast<{ctype}>({name}) == {value}", k,
+                           f"{name} is not {value}"))
     if s.unique_id is not None:
         t, size = s.unique_id
         out.append(_assert(f"sizeof({t}) == {size}", f"{s.key}.unique_id",
