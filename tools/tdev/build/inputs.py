@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -47,7 +47,7 @@ def is_standalone_source(source_dir: Path) -> bool:
             and not (source_dir / "CMakeLists.txt").is_file())
 
 
-@dataclass
+@dataclass(frozen=True)
 class Inputs:
     source: Path
     manifest: Manifest
@@ -59,7 +59,6 @@ class Inputs:
     build_dir: Path
     target_sets: TargetSets
     selected: list[str]
-    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"source": str(self.source), "manifest": str(self.manifest.path),

@@ -63,7 +63,7 @@ def build(settings: Settings, env: Mapping[str, str] | None = None,
     include/ and lib/cmake/c10), with RPATHs relative to the prefix."""
     env = dict(os.environ if env is None else env)
     inputs = resolve_inputs(settings, env)
-    result = StandaloneResult(inputs, warnings=list(inputs.warnings))
+    result = StandaloneResult(inputs)
     say = echo or (lambda line: None)
     build_dir = inputs.build_dir
     claim(build_dir)  # only a directory wrapped-cmake marked is ever removed (clean --all)
