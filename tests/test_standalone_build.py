@@ -3,7 +3,6 @@
 The real builds are in test_standalone_realbuild.py."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -23,7 +22,8 @@ from wrapped_cmake.settings import load_settings
 from wrapped_cmake.testing import clean_env
 
 from test_standalone_support import (CUDA_FILE, OVERLAY, REPO, cli as _cli, extract_for_tests,
-                                     readme_build_line, run_readme_line, series_with as _series)
+                                     readme_build_line, run_readme_line, series_with as _series,
+                                     write_extraction)
 
 LAYOUT = {"source": "layout.yaml", "sha256": "0" * 64}
 
@@ -43,20 +43,7 @@ def _tree(root: Path) -> Path:
 
 def _extract(tree: Path, out: Path, version: str = "2.6.0", **extra) -> Path:
     """An extraction in the schema `tdev extract` writes, the tree recorded relative to it."""
-    entries = []
-    for src in sorted(p for p in (tree / "c10" / "cuda").rglob("*") if p.is_file()):
-        rel = src.relative_to(tree).as_posix()
-        dest = out / "torch_cuda" / "csrc" / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(src.read_bytes())
-        entries.append({"role": "moved", "source": rel, "path": f"torch_cuda/csrc/{rel}",
-                        "sha256": hashlib.sha256(src.read_bytes()).hexdigest(),
-                        "size": src.stat().st_size})
-    doc = {"schema": 1, "tool": "tdev extract", "torch": {"version": version, "commit": None},
-           "torch_source": os.path.relpath(tree, out), "layout": LAYOUT, "counts": {},
-           "files": entries, **extra}
-    (out / "MANIFEST.json").write_text(json.dumps(doc))
-    return out
+    return write_extraction(tree, out, os.path.relpath(tree, out), version, **extra)
 
 
 @pytest.fixture

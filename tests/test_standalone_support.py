@@ -8,6 +8,7 @@ and writes the ``MANIFEST.json`` through tdev's own manifest writer. Either way 
 only find its sources through the manifest."""
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import shutil
@@ -57,6 +58,28 @@ def stand_in_extract(tree: Path, out: Path, only: tuple[str, ...] = ()) -> Path:
                           str(tree))
     (out / "MANIFEST.json").write_bytes(doc)
     return out / "MANIFEST.json"
+
+
+def write_extraction(tree: Path, out: Path, torch_source: str | None, version: str = "2.6.0",
+                     files: list | None = None, **extra) -> Path:
+    """An extraction in the schema `tdev extract` writes: the c10/cuda files of ``tree`` copied to
+    ``torch_cuda/csrc/<path>`` (not their original paths), ``files`` (raw entries) instead of
+    theirs when given, ``torch_source`` left out when None, ``extra`` top-level keys."""
+    entries = []
+    for src in sorted(p for p in (tree / "c10" / "cuda").rglob("*") if p.is_file()):
+        rel, data = src.relative_to(tree).as_posix(), src.read_bytes()
+        dest = out / STAND_IN_PREFIX / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(data)
+        entries.append(manifest.Entry(f"{STAND_IN_PREFIX}/{rel}", manifest.sha256(data), len(data),
+                                      "moved", rel).to_json())
+    doc = {"schema": 1, "tool": "tdev extract", "torch": {"version": version, "commit": None},
+           "layout": {"source": "layout.yaml", "sha256": "0" * 64}, "counts": {},
+           "files": entries if files is None else files, **extra}
+    if torch_source is not None:
+        doc["torch_source"] = torch_source
+    (out / "MANIFEST.json").write_text(json.dumps(doc))
+    return out
 
 
 def copy_tree_subset(tree: Path, out: Path) -> Path:

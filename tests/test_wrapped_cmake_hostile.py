@@ -4,7 +4,6 @@ MANIFEST.json that are malformed, huge or deeply nested give one line and exit 2
 line's --version, env --help, an unknown --backend with --plan, --target as the one option."""
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import pytest
 
 from wrapped_cmake.testing import clean_env, write_hello_project
 
-from test_standalone_support import REPO
+from test_standalone_support import REPO, write_extraction
 
 
 def run(*args: str, cwd: Path | None = None, env: dict | None = None):
@@ -42,22 +41,7 @@ def tiny_tree(root: Path, version: str = "2.6.0a0") -> Path:
 def extraction(tree: Path, out: Path, torch_source: str | None, version: str = "2.6.0a0",
                files: list | None = None) -> Path:
     """An extraction in the schema `tdev extract` writes (tools/tdev/extract/manifest.py)."""
-    entries = []
-    for src in sorted(p for p in (tree / "c10" / "cuda").rglob("*") if p.is_file()):
-        rel = src.relative_to(tree).as_posix()
-        dest = out / "torch_cuda" / "csrc" / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(src.read_bytes())
-        entries.append({"path": f"torch_cuda/csrc/{rel}", "source": rel, "role": "moved",
-                        "size": src.stat().st_size,
-                        "sha256": hashlib.sha256(src.read_bytes()).hexdigest()})
-    doc = {"schema": 1, "tool": "tdev extract", "torch": {"version": version, "commit": None},
-           "layout": {"source": "layout.yaml", "sha256": "0" * 64}, "counts": {},
-           "files": entries if files is None else files}
-    if torch_source is not None:
-        doc["torch_source"] = torch_source
-    (out / "MANIFEST.json").write_text(json.dumps(doc))
-    return out
+    return write_extraction(tree, out, torch_source, version, files)
 
 
 # --- 17.4: clean --all removes only what wrapped-cmake marked ---------------------------------
