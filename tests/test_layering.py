@@ -180,3 +180,16 @@ def test_a_builder_named_in_the_environment_without_installed_metadata(monkeypat
     monkeypatch.setenv(sources.ENV, "no_such_module:SOURCE")
     with pytest.raises(sources.InputError, match="WCMAKE_SOURCES: no_such_module:SOURCE cannot"):
         sources.installed()
+
+
+def test_importing_every_wrapped_cmake_module_loads_no_tdev():
+    """The same at run time: every module of wrapped_cmake imported in a fresh process."""
+    import subprocess
+    import sys
+    names = sorted(n for n in graph(WRAPPED_CMAKE, "wrapped_cmake") if n != "wrapped_cmake.__main__")
+    code = ("import importlib, sys\n"
+            f"for n in {names!r}:\n    importlib.import_module(n)\n"
+            "print(sorted(m for m in sys.modules if m == 'tdev' or m.startswith('tdev.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
