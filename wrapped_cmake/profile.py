@@ -119,7 +119,7 @@ def load_profile(name_or_path: str, env: Mapping[str, str] | None = None,
 
 
 def parse_profile(path: Path) -> Profile:
-    from .torch_manifest import read_regular
+    from .readfile import read_regular
     try:
         text = read_regular(path, MAX_PROFILE_BYTES).decode("utf-8")
     except UnicodeDecodeError as e:

@@ -243,9 +243,9 @@ def _largest(plan, n: int = 10):
     return sorted(plan.moves, key=lambda m: (-m.size, m.source))[:n]
 
 
-def render(plan, res, *, in_tree: bool = False, out=sys.stdout) -> None:
+def render(plan, res, *, in_tree: bool = False, out=None) -> None:
     s = plan.summary()
-    w = out.write
+    w = (out or sys.stdout).write  # looked up per call: a captured or replaced stdout is honoured
     commit = f" commit {plan.torch_commit[:12]}" if plan.torch_commit else ""
     w(f"PyTorch {plan.torch_version}{commit} at {plan.root}\n")
     w("destination                          rule            files\n")
