@@ -1,4 +1,4 @@
-"""tdev.docread: the bounded reader every document from a user, tree or series goes through."""
+"""basekit.docread: the bounded reader every document from a user, tree or series goes through."""
 from __future__ import annotations
 
 import os
@@ -9,7 +9,7 @@ import yaml
 from hypothesis import given, strategies as st
 
 from fuzzing import FUZZ, bounded_time
-from tdev.docread import (BadInput, finite_number, load_json, load_json_text, load_yaml,
+from basekit.docread import (BadInput, finite_number, load_json, load_json_text, load_yaml,
                           load_yaml_text, read_regular, read_text)
 
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tdev.docread import BadInput
+from basekit.docread import BadInput
 from tdev.extract.layout import load_layout
 from tdev.extract.manifest import ManifestError, verify
 from tdev.extract.plan import make_plan

@@ -1,6 +1,6 @@
 """Fuzz tests of the patch formats (issue 17, Must-show 2): the diff parser, the series parser and
 ``Applies-To`` / version specs. Each input either gives a value or raises the patch area's
-bad-input error (``PatchFormatError``, a ``tdev.docread.BadInput``; ``VersionSpecError`` is
+bad-input error (``PatchFormatError``, a ``basekit.docread.BadInput``; ``VersionSpecError`` is
 one), nothing else, within the time bound of ``tests/fuzzing.py``.
 
 The inputs are structured: real patches (the 82 of ``torch_patches/extract-2.6.0`` and the

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from hypothesis import given, strategies as st
 
-from tdev.docread import BadInput
+from basekit.docread import BadInput
 from tdev.patch import journal, owners
 from tdev.patch.tree import STATE_DIR, Tree
 

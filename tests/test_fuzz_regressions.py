@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tdev.docread import BadInput
+from basekit.docread import BadInput
 from tdev.patch.diff import PatchFormatError
 from tdev.patch.series import load_series
 from tdev.scaffold.profiles import ProfileError, load_profile, resolve_vendor

@@ -3,8 +3,8 @@
 * ``wrapped_cmake``, the generic CMake wrapper, imports nothing from ``tdev``: read from the
   import graph (every ``import``/``from`` of every module, those inside functions included, and
   ``importlib.import_module``/``__import__`` calls with a literal name), not by convention;
-* the generic layers tdev builds on (``tdev.fsutil``, ``tdev.docread``; ``basekit`` where it
-  exists) import nothing of the layers above them;
+* the generic layers tdev builds on (``basekit``: errors, docread, fs; and ``tdev.globs``)
+  import nothing of the layers above them, and bad input has one error base;
 * one manifest model: extract (replacing a tree it wrote), ``tdev extract --verify`` and the
   standalone build all read MANIFEST.json through ``tdev.extract.manifest.load_manifest``;
 * the build of an extraction is found through the ``wrapped_cmake.sources`` entry point, and
@@ -90,17 +90,22 @@ def test_wrapped_cmake_imports_nothing_from_tdev():
 
 
 def test_generic_layers_import_nothing_above_them():
-    tdev_graph = graph(TDEV, "tdev")
-    for name in ("tdev.fsutil", "tdev.docread"):
-        if name not in tdev_graph:  # moved to basekit: checked below
-            continue
-        above = sorted(i for i in tdev_graph[name] if within(i, "tdev") or within(i, "wrapped_cmake"))
-        assert not above, f"{name} imports {above}"
-    basekit = REPO / "basekit"
-    if basekit.is_dir():
-        for m, imps in graph(basekit, "basekit").items():
-            above = sorted(i for i in imps if within(i, "tdev") or within(i, "wrapped_cmake"))
-            assert not above, f"{m} imports {above}"
+    """basekit (errors, docread, fs) imports neither tdev nor wrapped_cmake; tdev.globs, the
+    other generic piece, imports nothing else of tdev."""
+    g = graph(REPO / "basekit", "basekit")
+    assert {"basekit.errors", "basekit.docread", "basekit.fs"} <= set(g)
+    for m, imps in g.items():
+        above = sorted(i for i in imps if within(i, "tdev") or within(i, "wrapped_cmake"))
+        assert not above, f"{m} imports {above}"
+    globs = graph(TDEV, "tdev")["tdev.globs"]
+    assert not [i for i in globs if within(i, "tdev")], globs
+
+
+def test_one_error_base_for_bad_input():
+    from basekit.docread import BadInput
+    from basekit.errors import InputError
+    from wrapped_cmake.errors import InputError as WrappedInputError
+    assert BadInput is InputError is WrappedInputError
 
 
 def test_no_second_manifest_reader():

@@ -19,7 +19,7 @@ from tdev.patch.engine import apply_file
 from tdev.patch.model import FilePatch
 from tdev.patch.meta import VersionSpecError, check_spec, tree_version
 from tdev.patch.series import load_series, parse_series_file
-from tdev.docread import BadInput
+from basekit.docread import BadInput
 
 from test_patch_support import make_series, make_tree, numbered, tree_hash
 

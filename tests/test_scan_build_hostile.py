@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tdev.docread import BadInput
+from basekit.docread import BadInput
 from tdev.scan.buildfiles import evaluate_build_files
 from tdev.scan.cmake_syntax import parse_condition, tokenize
 from tdev.scan.cmakefile import scan_cmake

@@ -16,19 +16,8 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
-
-
-class InputError(Exception):
-    """Unusable input: ``<where>: <problem>`` on one line (exit code 2)."""
-
-    def __init__(self, where: str, problem: str):
-        super().__init__(f"{where}: {problem}")
-        self.where = where
-        self.problem = problem
+from basekit.errors import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE,  # noqa: F401
+                            InputError)
 
 
 class FailureKind(str, Enum):

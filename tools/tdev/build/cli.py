@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from tdev.docread import BadInput
+from basekit.docread import BadInput
 from wrapped_cmake.errors import EXIT_FAILED, EXIT_OK, InputError
 from wrapped_cmake.settings import Settings
 from wrapped_cmake.sources import SourceRequest

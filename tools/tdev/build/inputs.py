@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from tdev.docread import read_regular
+from basekit.docread import read_regular
 from tdev.extract import manifest as manifest_reader
 from tdev.extract.layout import MANIFEST_NAME
 from tdev.extract.manifest_schema import Manifest

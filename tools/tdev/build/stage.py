@@ -24,10 +24,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tdev.docread import read_regular
+from basekit.docread import read_regular
 from tdev.extract.manifest import sha256
 from tdev.extract.manifest_schema import Entry, Manifest
-from tdev.fsutil import PathEscapeError, safe_join
+from basekit.fs import PathEscapeError, safe_join
 from tdev.patch.diff import decode, encode
 from tdev.patch.engine import classify
 from tdev.patch.meta import version_matches

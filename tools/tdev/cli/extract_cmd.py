@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     if args.in_tree and args.out is not None:
         raise UserError("--in-tree writes PYTORCH_ROOT/third_device/torch_cuda; --out does not apply")
     from tdev.extract.writer import LocalChanges, OutputError, preflight, write_tree
-    from tdev.fsutil import PathEscapeError
+    from basekit.fs import PathEscapeError
 
     try:  # everything that can refuse without a plan, before the slow work
         layout = _preflight(args, preflight)
@@ -158,7 +158,7 @@ def _plan(args, layout, UserError):
     try:
         root = check_root(args.root)
         if args.scan is not None:
-            from tdev.docread import BadInput, load_json
+            from basekit.docread import BadInput, load_json
 
             try:  # through docread: a FIFO, a huge or deeply nested file is bad input too
                 doc = load_json(args.scan, what="the scan")

@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from tdev.docread import BadInput
+    from basekit.docread import BadInput
 
     try:
         return int(args.func(args) or 0)

@@ -115,7 +115,7 @@ def run_tune(args: argparse.Namespace) -> int:
 
 def run_record(args: argparse.Namespace) -> int:
     from tdev.cli.main import EXIT_OK, UserError
-    from tdev.fsutil import atomic_write_text
+    from basekit.fs import atomic_write_text
     from tdev.route.cases import dump_cases
     from tdev.route.record import RecordError, load_callable, record
     from tdev.route.tune import TuneError, load_package

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
 def write_output(path: Path, text: str) -> None:
     """Write ``text`` atomically, with the mode any new file gets (0666 less the umask)."""
-    from tdev.fsutil import atomic_write_text
+    from basekit.fs import atomic_write_text
 
     atomic_write_text(path, text)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tdev.fsutil import atomic_write_bytes, safe_join
+from basekit.fs import atomic_write_bytes, safe_join
 
 from .layout import MANIFEST_NAME
 from .plan import ExtractionPlan

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tdev.docread import BadInput, load_json_text, read_regular
-from tdev.fsutil import PathEscapeError, safe_join
+from basekit.docread import BadInput, load_json_text, read_regular
+from basekit.fs import PathEscapeError, safe_join
 
 from .layout import MANIFEST_NAME
 from .manifest_schema import SCHEMA, Entry, Manifest, ManifestError, parse

@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from tdev.docread import BadInput
+from basekit.docread import BadInput
 
 from .layout import MANIFEST_NAME, LayoutError, check_relpath
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tdev.fsutil import safe_join
+from basekit.fs import safe_join
 
 from . import localwork, manifest
 from .layout import MANIFEST_NAME, REPORT_NAME

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from difflib import SequenceMatcher
 
-from tdev.docread import BadInput
+from basekit.docread import BadInput
 
 from .gitnames import file_mode, unquote
 from .model import FilePatch, Hunk, Line
@@ -36,7 +36,7 @@ _ONE_LINE = {ord(c): repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u202
 
 class PatchFormatError(BadInput):
     """A malformed or unsupported patch or series; the message is 'FILE:LINE: problem'. A
-    :class:`tdev.docread.BadInput`: the CLI prints it as one line and exits with code 2."""
+    :class:`basekit.docread.BadInput`: the CLI prints it as one line and exits with code 2."""
 
     def __init__(self, message: str):
         message = message.translate(_ONE_LINE)  # a path or line quoted in it may hold a newline

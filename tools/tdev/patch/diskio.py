@@ -9,7 +9,7 @@ import stat
 import tempfile
 import time
 
-from tdev.docread import BadInput
+from basekit.docread import BadInput
 
 from .journal import TEMP_PREFIX
 

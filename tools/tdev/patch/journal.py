@@ -3,7 +3,7 @@
 The journal is state tdev wrote, but it lies in a tree that may come from anyone: every field
 is checked before a byte is played back (paths inside the tree, blobs inside the journal
 directory and regular files there, modes 0644/0755 only, times as integers), and a manifest
-that does not match is refused with one line naming it (:class:`~tdev.docread.BadInput`).
+that does not match is refused with one line naming it (:class:`~basekit.docread.BadInput`).
 
 Besides the entries, the manifest lists the directories the write is about to create (so a
 roll-back removes exactly those) and every temporary file is named after its entry
@@ -18,7 +18,7 @@ import stat
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from tdev.docread import BadInput, load_json_text, read_regular
+from basekit.docread import BadInput, load_json_text, read_regular
 
 MANIFEST = "manifest.json"
 MODES = (0o644, 0o755)

@@ -27,7 +27,7 @@ import os
 import re
 from pathlib import Path
 
-from tdev.docread import BadInput, read_text
+from basekit.docread import BadInput, read_text
 
 from .diff import PatchFormatError
 from .model import PatchMeta

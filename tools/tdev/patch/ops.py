@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tdev.docread import BadInput
+from basekit.docread import BadInput
 
 from . import owners as own
 from .diff import PatchFormatError

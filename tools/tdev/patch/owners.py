@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 
-from tdev.docread import BadInput, load_json_text
+from basekit.docread import BadInput, load_json_text
 
 from .engine import FileChange
 from .model import PatchResult, Series

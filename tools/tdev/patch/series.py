@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from tdev.docread import BadInput, read_regular, read_text
+from basekit.docread import BadInput, read_regular, read_text
 
 from .diff import PatchFormatError, decode, parse_diff
 from .meta import VersionSpecError, check_spec, parse_meta
@@ -79,7 +79,7 @@ def _strip_level(value: str, path: Path, lineno: int) -> int:
 
 
 def _read(reader, path: Path, what: str, missing: str = ""):
-    """``reader(path)`` (a tdev.docread reader): regular files only, so a FIFO cannot hang the
+    """``reader(path)`` (a basekit.docread reader): regular files only, so a FIFO cannot hang the
     run; any problem is this area's bad-input error (``missing``, where given, when there is
     no such file)."""
     try:

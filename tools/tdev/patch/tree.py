@@ -32,7 +32,7 @@ import signal
 import stat
 from pathlib import Path
 
-from tdev.docread import BadInput
+from basekit.docread import BadInput
 
 from . import journal as jn
 from .diff import decode, encode

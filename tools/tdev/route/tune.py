@@ -23,7 +23,7 @@ from typing import Callable
 
 import torch
 
-from tdev.fsutil import atomic_write_text
+from basekit.fs import atomic_write_text
 
 from .cases import Case, aten_overload, make_args
 from .timing import DeviceClock, Timing

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tdev.docread import BadInput, load_yaml, one_line
+from basekit.docread import BadInput, load_yaml, one_line
 
 from . import validate as v
 from .collectives_api import Collectives, parse_collectives
@@ -135,7 +135,7 @@ def load_profile(name_or_path: str) -> VendorProfile:
 
 
 def _read(path: Path) -> dict:
-    """The YAML mapping in ``path``, read through :mod:`tdev.docread` (regular files only, size,
+    """The YAML mapping in ``path``, read through :mod:`basekit.docread` (regular files only, size,
     nesting depth and alias expansion bounded)."""
     try:
         data = load_yaml(path, max_bytes=MAX_PROFILE_BYTES, what="vendor profile")

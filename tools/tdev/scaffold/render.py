@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 import jinja2
 
-from tdev.fsutil import PathEscapeError, safe_join
+from basekit.fs import PathEscapeError, safe_join
 
 from .swap import replace_dir
 from .userwork import (BASE, MARKER, SCHEMA, MarkerError, UserWork, carry_over, read_marker, sha256,

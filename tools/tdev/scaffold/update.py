@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from tdev.docread import BadInput, read_regular
-from tdev.fsutil import PathEscapeError, safe_join
+from basekit.docread import BadInput, read_regular
+from basekit.fs import PathEscapeError, safe_join
 from tdev.patch.merge import Conflict, diff3_region, merge3
 
 from .profiles import available_vendors

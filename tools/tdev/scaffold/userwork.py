@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from tdev.docread import BadInput, load_json, read_regular
-from tdev.fsutil import PathEscapeError, safe_join
+from basekit.docread import BadInput, load_json, read_regular
+from basekit.fs import PathEscapeError, safe_join
 
 MARKER = ".tdev-scaffold.json"
 STATE_DIR = ".tdev-scaffold"  # BASE below it; never a user's path

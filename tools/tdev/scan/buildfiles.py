@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from tdev.docread import BadInput, read_regular
-from tdev.fsutil import PathEscapeError, safe_join
+from basekit.docread import BadInput, read_regular
+from basekit.fs import PathEscapeError, safe_join
 
 from .cmakelists import CMakeEvalError, CMakeSyntaxError, evaluate_cmake
 from .model import ScanWarning

@@ -3,7 +3,7 @@
 Merge semantics (``--rules FILE``): mappings merge key by key; a list in the user file
 replaces the shipped list, unless it is written as ``{extend: [...]}``, which appends.
 
-Both documents are read through :mod:`tdev.docread` (regular files only, size, depth and alias
+Both documents are read through :mod:`basekit.docread` (regular files only, size, depth and alias
 bounds) and every key is type-checked: a value of the wrong type is a :class:`RulesError` naming
 the file and the key (``walk.max_file_bytes``, ``build_files.bzl[0].cuda``). Build-file paths
 must be relative and stay inside the tree (no absolute path, no ``..``).
@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any, NoReturn
 
-from tdev.docread import BadInput, load_yaml, load_yaml_text
+from basekit.docread import BadInput, load_yaml, load_yaml_text
 
 MAX_RULES_BYTES = 4 * 1024 * 1024  # a rules file is a few kilobytes
 

@@ -12,7 +12,7 @@ import stat
 from pathlib import Path
 from typing import NamedTuple
 
-from tdev.docread import BadInput, load_json, read_regular
+from basekit.docread import BadInput, load_json, read_regular
 
 EXTRACTION_TOOL = "tdev extract"  # the "tool" of a MANIFEST.json that tdev extract wrote
 

@@ -5,7 +5,7 @@ journals, build files) is read through here, so that a FIFO cannot hang a run, a
 exhaust memory, and a hostile YAML or JSON document (billion laughs, 100,000 nested collections,
 ``Infinity``) is refused with one line naming the file instead of a crash.
 
-Generic layer: imports nothing from the rest of tdev.
+Generic layer: imports nothing but ``basekit.errors``.
 """
 from __future__ import annotations
 
@@ -17,25 +17,15 @@ from typing import Any
 
 import yaml
 
+from basekit.errors import InputError, one_line
+
 MAX_BYTES = 64 * 1024 * 1024  # a document larger than this is refused
 MAX_DEPTH = 64  # nesting of collections in a YAML document
 MAX_NODES = 2_000_000  # YAML nodes after alias expansion
 
 
-def one_line(text: str) -> str:
-    """``text`` with line breaks shown as escapes: a message about hostile input stays one line."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
-
-
-class BadInput(ValueError):
-    """Unusable input: ``<where>: <problem>`` on one line; the CLIs exit with code 2."""
-
-    def __init__(self, where: str | os.PathLike, problem: str):
-        where = os.fsdecode(where) if isinstance(where, (bytes, os.PathLike)) else str(where)
-        where, problem = one_line(where), one_line(problem)
-        super().__init__(f"{where}: {problem}" if where else problem)
-        self.where = where
-        self.problem = problem
+# tdev's modules name the one base ``BadInput``: the same class
+BadInput = InputError
 
 
 def read_regular(path: str | os.PathLike, *, max_bytes: int = MAX_BYTES, what: str = "file") -> bytes:
