@@ -5,6 +5,7 @@ runs (collectives, DDP) are the generated tests/test_distributed.py, run by
 test_scaffold_build.py on sim."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -82,3 +83,17 @@ def test_cuda_collectives_compile_against_the_real_nccl_header(tmp_path):
                         str(r.out / "csrc/distributed/Collectives.cpp")],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.skipif(CUDA_INCLUDE is None or NCCL_INCLUDE is None or not shutil.which("g++"),
+                    reason="no CUDA toolkit or no NCCL (tools/setup.sh installs nvidia-nccl-cu13)")
+def test_cuda_profile_declarations_match_the_real_cuda_and_nccl_headers(tmp_path):
+    """The conformance unit redeclares every profile declaration (runtime and NCCL) after the
+    real headers: a different signature, enum value or type name fails to compile. nccl.h's
+    enums are unnamed typedefs (ncclResult_t, not an enum ncclResult_e)."""
+    from tdev.scaffold.check import CONFORMANCE_UNIT, syntax_check
+    r = scaffold("cuda", out=tmp_path / "cuda")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CUDA_HOME": str(Path(CUDA_INCLUDE).parent)}
+    result = syntax_check(r.out, only=(CONFORMANCE_UNIT,), env=env)
+    assert result.against == "sdk" and result.ok, [u.output[:2000] for u in result.units if not u.ok]
+    assert "nccl.h" in result.headers and result.declarations_checked >= 70

@@ -139,7 +139,7 @@ def test_marker_is_enough_to_regenerate_the_old_render(pkg):
     marker = json.loads((pkg / MARKER).read_text())
     profile = parse_profile(Path(marker["profile"]), marker["profile_info"]["resolved"])
     context = build_context(profile, marker["package"], marker["device"])
-    again = render_files(template_root(), context, context["path_vars"])
+    again = render_files(template_root(), context, context.path_vars)
     assert {rel: sha(data) for rel, data in again.items()} == marker["sha256"]
 
 

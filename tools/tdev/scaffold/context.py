@@ -41,8 +41,6 @@ class ScaffoldContext(Mapping[str, Any]):
         return {"pkg": self.package, "runtime_header": self.runtime.header}
 
     def __getitem__(self, key: str) -> Any:
-        if key == "path_vars":
-            return self.path_vars
         if key not in self._names():
             raise KeyError(key)
         return getattr(self, key)

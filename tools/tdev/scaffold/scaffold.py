@@ -112,7 +112,7 @@ def prepare(vendor: str, name: str | None = None, device: str | None = None) -> 
               "package": package, "device": dev, "runtime_header": profile.runtime.header,
               "sdk_env": list(profile.sdk.env), "sdk_include": profile.sdk.include,
               "simulator": profile.sdk.simulator, "profile_info": profile_record(vendor, profile)}
-    return Prepared(profile, package, dev, context, context["path_vars"], marker)
+    return Prepared(profile, package, dev, context, context.path_vars, marker)
 
 
 def scaffold(vendor: str, out: Path | None = None, name: str | None = None,
