@@ -93,7 +93,6 @@ def test_the_context_is_one_frozen_value_with_each_name_once(tmp_path):
     assert {"ns", "prefix", "macro"}.isdisjoint(ctx)
     assert dict(ctx)["package"] == ctx.package == "torch_r" and ctx.env_prefix == "TORCH_R"
     assert ctx.path_vars == {"pkg": "torch_r", "runtime_header": "mcr/mc_runtime.h"}
-    assert ctx["path_vars"] == ctx.path_vars
     with pytest.raises(KeyError):
         ctx["ns"]
     files = render_files(template_root(), ctx, ctx.path_vars)
