@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tdev.scan.scanner import scan
 
 MIXED_DEVICE_CPP = """\
@@ -89,3 +91,16 @@ def scan_json(root: Path, dest: Path, cache: Path) -> Path:
 def tdev(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tdev", *args], capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, cwd=cwd)
+
+
+@pytest.fixture
+def mini(tmp_path: Path):
+    """A small tree, its scan and where its extraction goes: (root, scan.json, out)."""
+    root = make_tree(tmp_path / "pytorch")
+    scan_file = scan_json(root, tmp_path / "scan.json", tmp_path / "cache")
+    return root, scan_file, tmp_path / "out" / "torch_cuda"
+
+
+def extract(root, scan_file, out, *extra, env=None):
+    """`tdev extract ROOT --scan SCAN --out OUT ...` as a user runs it."""
+    return tdev("extract", str(root), "--scan", str(scan_file), "--out", str(out), *extra, env=env)

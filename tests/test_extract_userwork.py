@@ -20,21 +20,11 @@ import yaml
 from tdev.extract.layout import load_layout
 from tdev.extract.manifest import verify
 
-from test_extract_support import make_tree, scan_json, tdev
+from test_extract_support import extract, mini, make_tree, scan_json, tdev  # noqa: F401  (mini: a fixture)
 from test_patch_support import tree_hash
 
 EDITED = "torch_cuda/core/__init__.py"  # where the mini tree's torch/cuda/__init__.py lands
 
-
-@pytest.fixture
-def mini(tmp_path: Path):
-    root = make_tree(tmp_path / "pytorch")
-    scan_file = scan_json(root, tmp_path / "scan.json", tmp_path / "cache")
-    return root, scan_file, tmp_path / "out" / "torch_cuda"
-
-
-def extract(root, scan_file, out, *extra, env=None):
-    return tdev("extract", str(root), "--scan", str(scan_file), "--out", str(out), *extra, env=env)
 
 
 def _user_work(out: Path) -> dict[str, bytes]:

@@ -17,19 +17,9 @@ from tdev.extract.writer import recover, siblings
 from tdev.scan.model import ScanResult
 from tdev.scan.scanner import scan
 
-from test_extract_support import FILES, make_tree, scan_json, tdev
+from test_extract_support import extract, mini, FILES, make_tree, scan_json, tdev  # noqa: F401  (mini: a fixture)
 from test_patch_support import tree_hash
 
-
-@pytest.fixture
-def mini(tmp_path: Path):
-    root = make_tree(tmp_path / "pytorch")
-    scan_file = scan_json(root, tmp_path / "scan.json", tmp_path / "cache")
-    return root, scan_file, tmp_path / "out" / "torch_cuda"
-
-
-def extract(root, scan_file, out, *extra, env=None):
-    return tdev("extract", str(root), "--scan", str(scan_file), "--out", str(out), *extra, env=env)
 
 
 def test_end_to_end(mini):
