@@ -96,7 +96,7 @@ def _fields(schema: type) -> tuple[_Field, ...]:
 # --- messages --------------------------------------------------------------------------------
 
 _NAMES = {str: ("a string", "strings"), int: ("an integer", "integers"), bool: ("true or false", "booleans"),
-          float: ("a number", "numbers")}
+          float: ("a number", "numbers"), Any: ("anything", "values")}
 
 
 def describe(tp: Any, plural: bool = False) -> str:

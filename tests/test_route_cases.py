@@ -72,23 +72,24 @@ def test_written_cases_read_back_the_same(tmp_path):
 
 
 @pytest.mark.parametrize("text, problem", [
-    ("- op: mm\n", "expected a mapping with a 'cases' list"),
-    ("cases: [{args: []}]\n", "case 1: expected a mapping with 'op'"),
-    ("cases: [{op: mm, shapes: []}]\n", "case 1 (mm): unknown key(s) shapes"),
-    ("cases: [{op: mm}, {op: mm, calls: 0}]\n", "case 2 (mm): 'calls' must be a positive"),
-    ("cases: [{op: mm, args: [{shape: [2, x]}]}]\n", "case 1 (mm): shape must be a list"),
+    ("- op: mm\n", ":1: expected a mapping, got list"),
+    ("cases: [{args: []}]\n", ":1: cases[0]: missing key 'op'"),
+    ("cases: [{op: mm, shapes: []}]\n", ":1: cases[0].shapes: unknown key (known: op, args, kwargs, calls)"),
+    ("cases: [{op: mm}, {op: mm, calls: 0}]\n", ":1: cases[1].calls: must be a positive integer"),
+    ("cases: [{op: mm, args: [{shape: [2, x]}]}]\n", "cases[0].args: shape must be a list"),
     ("cases: [{op: mm, args: [{shape: [2], dtype: float99}]}]\n", "unknown dtype 'float99'"),
     ("cases: [{op: mm, args: [{shape: [2, 2], stride: [1]}]}]\n", "one entry per dimension"),
     ("cases: [{op: mm, args: [{shape: [2], device: cuda}]}]\n", "device must be 'cpu'"),
     ("cases: [{op: mm, args: [{size: [2]}]}]\n", "needs 'shape' (a tensor) or only 'dtype'"),
-    ("cases: [{op: mm, args: {a: 1}}]\n", "'args' must be a list"),
-    ("cases: [\n", "not YAML"),
+    ("cases: [{op: mm, args: {a: 1}}]\n", "cases[0].args: expected a list of values, got mapping"),
+    ("cases:\n  - op: mm\n    kwargs: {out: {shape: [-1]}}\n", ":3: cases[0].kwargs: shape must be a list"),
+    ("cases: [\n", "invalid YAML"),
 ])
 def test_bad_cases_files_name_the_file_and_the_case(tmp_path, text, problem):
     path = write(tmp_path, text)
     with pytest.raises(CaseError) as e:
         load_cases(path)
-    assert str(e.value).startswith(f"{path}: ") and problem in str(e.value)
+    assert str(e.value).startswith(f"{path}:") and problem in str(e.value)
     assert "\n" not in str(e.value)
 
 

@@ -16,16 +16,20 @@ random values, never zeros.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from basekit.config import conf, read_config
+from basekit.errors import InputError
+
 DEFAULT_SHAPES = Path(__file__).with_name("shapes.yaml")
 
 
-class CaseError(ValueError):
+class CaseError(InputError):
     """A cases file that cannot be used: `<file>: case N (op): <problem>`."""
 
 
@@ -65,36 +69,43 @@ def _spec_label(spec: dict) -> str:
     return f"{dims} {spec.get('dtype', 'float32')}"
 
 
+def _positive(n: int) -> int:
+    if n < 1:
+        raise ValueError("must be a positive integer")
+    return n
+
+
+def _checked(values: Any) -> Any:
+    """The arguments (a tuple) or keyword arguments (a mapping), each a value torch can take."""
+    for a in values.values() if isinstance(values, Mapping) else values:
+        problem = _check_arg(a)
+        if problem:
+            raise ValueError(problem)
+    return values
+
+
+@dataclass(frozen=True)
+class _CaseEntry:
+    op: str
+    args: tuple[Any, ...] = conf((), check=_checked)
+    kwargs: Mapping[str, Any] = conf(default_factory=dict, check=_checked)
+    calls: int = conf(1, check=_positive)
+
+
+@dataclass(frozen=True)
+class _CasesFile:
+    cases: tuple[_CaseEntry, ...]
+
+
 def load_cases(path: Path | str | None = None) -> list[Case]:
+    """The cases in ``path`` (default: the shipped shapes.yaml); CaseError names the file, the
+    YAML line and the key (``cases[1].calls: must be a positive integer``)."""
     path = Path(path) if path is not None else DEFAULT_SHAPES
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise CaseError(f"{path}: cannot read: {e.strerror or e}") from None
-    except yaml.YAMLError as e:
-        raise CaseError(f"{path}: not YAML: {str(e).splitlines()[0]}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
-        raise CaseError(f"{path}: expected a mapping with a 'cases' list")
-    cases = []
-    for i, raw in enumerate(data["cases"], 1):
-        where = f"{path}: case {i}"
-        if not isinstance(raw, dict) or not isinstance(raw.get("op"), str):
-            raise CaseError(f"{where}: expected a mapping with 'op' (a string)")
-        where += f" ({raw['op']})"
-        unknown = set(raw) - {"op", "args", "kwargs", "calls"}
-        if unknown:
-            raise CaseError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
-        args, kwargs, calls = raw.get("args", []), raw.get("kwargs") or {}, raw.get("calls", 1)
-        if not isinstance(args, list) or not isinstance(kwargs, dict):
-            raise CaseError(f"{where}: 'args' must be a list and 'kwargs' a mapping")
-        if not isinstance(calls, int) or isinstance(calls, bool) or calls < 1:
-            raise CaseError(f"{where}: 'calls' must be a positive integer")
-        for a in [*args, *kwargs.values()]:
-            problem = _check_arg(a)
-            if problem:
-                raise CaseError(f"{where}: {problem}")
-        cases.append(Case(raw["op"], tuple(args), dict(kwargs), calls))
-    return cases
+        doc = read_config(_CasesFile, path, what="cases file")
+    except InputError as e:
+        raise CaseError(str(e)) from None
+    return [Case(c.op, c.args, dict(c.kwargs), c.calls) for c in doc.cases]
 
 
 def dump_cases(cases: list[Case], header: str = "") -> str:
