@@ -17,7 +17,7 @@ from tdev.extract.writer import recover, siblings
 from tdev.scan.model import ScanResult
 from tdev.scan.scanner import scan
 
-from test_extract_support import extract, mini, FILES, make_tree, scan_json, tdev  # noqa: F401  (mini: a fixture)
+from test_extract_support import FILES, extract, make_tree, mini, tdev  # noqa: F401  (mini: a fixture)
 from test_patch_support import tree_hash
 
 
