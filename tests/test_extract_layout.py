@@ -111,7 +111,7 @@ def test_malformed_layouts(tmp_path):
         parse_layout({"rules": []}, "x.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("rules: [\n")
-    with pytest.raises(LayoutError, match="not valid YAML"):
+    with pytest.raises(LayoutError, match=r"bad.yaml:2: invalid YAML"):
         load_layout(bad)
     with pytest.raises(LayoutError, match="cannot read layout"):
         load_layout(tmp_path / "missing.yaml")

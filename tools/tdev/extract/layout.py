@@ -7,9 +7,11 @@ import hashlib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
-import yaml
+from basekit.config import Document, conf, load_document_text
+from basekit.docread import read_regular
+from basekit.errors import InputError
 
 from ..globs import matches_any
 
@@ -18,7 +20,7 @@ REPORT_NAME = "EXTRACT_REPORT.json"
 MODES = ("hook", "remove")
 
 
-class LayoutError(ValueError):
+class LayoutError(InputError):
     """A layout that cannot be used, or a path it cannot map; the message names the problem."""
 
 
@@ -114,83 +116,107 @@ class Layout:
         return check_relpath(f"{self.regions_dir}/{source}/L{start}-{end}.inc", "region file")
 
 
-def _strs(d: dict[str, Any], key: str, where: str, default: Any = None) -> tuple[str, ...]:
-    v = d.get(key, default)
-    if v is None:
-        raise LayoutError(f"{where}: missing '{key}'")
-    if isinstance(v, str):
-        v = [v]
-    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise LayoutError(f"{where}: '{key}' must be a list of strings")
-    return tuple(v)
+def _relpath(what: str):
+    return lambda rel: check_relpath(rel, what)
 
 
-def _str(d: dict[str, Any], key: str, where: str, default: str | None = None) -> str:
-    v = d.get(key, default)
-    if not isinstance(v, str):
-        raise LayoutError(f"{where}: '{key}' must be a string")
-    return v
+def _relpaths(rels: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(check_relpath(r, "path") for r in rels)
 
 
-def _rule(i: int, d: Any, src: str) -> LayoutRule:
-    if not isinstance(d, dict):
-        raise LayoutError(f"{src}: rules[{i}] must be a mapping")
-    name = _str(d, "name", f"{src}: rules[{i}]", f"rule{i}")
-    where = f"{src}: rule {name}"
-    strip = _str(d, "strip", where, "")
+def _dir_prefix(strip: str) -> str:
     if strip and not strip.endswith("/"):
-        raise LayoutError(f"{where}: strip {strip!r} must end with '/' (a directory prefix)")
-    to = check_relpath(_str(d, "to", where), f"{where}: to")
-    return LayoutRule(name, _strs(d, "match", where), strip, to)
+        raise ValueError(f"strip {strip!r} must end with '/' (a directory prefix)")
+    return strip
+
+
+def _non_empty(rules: tuple) -> tuple:
+    if not rules:
+        raise ValueError("'rules' must be a non-empty list")
+    return rules
+
+
+def _generated_dir(d: str) -> str:
+    d = check_relpath(d, "directory")
+    if not d or d in (MANIFEST_NAME, REPORT_NAME):
+        raise ValueError(f"{d!r} cannot be a generated directory")
+    return d
+
+
+# --- the file's schema (basekit.config) ------------------------------------------------------
+
+@dataclass(frozen=True)
+class _RuleEntry:
+    to: str = conf(check=_relpath("to"))
+    match: tuple[str, ...] = conf(one_or_many=True)
+    name: str | None = None  # default: rule<index>
+    strip: str = conf("", check=_dir_prefix)
+
+
+@dataclass(frozen=True)
+class _GeneratedEntry:
+    name: str
+    includes: tuple[str, ...] = conf(one_or_many=True)
+    inputs: tuple[str, ...] = conf((), one_or_many=True, check=_relpaths)
+
+
+@dataclass(frozen=True)
+class _SupplementEntry:
+    include_roots: tuple[str, ...] = conf((".",), one_or_many=True, check=_relpaths)
+    copy_cuda_only_headers: bool = True
+    config_template_suffixes: tuple[str, ...] = conf((".in",), one_or_many=True)
+    generated: tuple[_GeneratedEntry, ...] = ()
+    always: tuple[str, ...] = conf((), one_or_many=True, check=_relpaths)
+    external: tuple[str, ...] = conf((), one_or_many=True)
+
+
+@dataclass(frozen=True)
+class _IntrafileEntry:
+    mode: Literal["hook", "remove"] = "hook"
+    preprocessors: tuple[str, ...] = conf(("gcc", "cpp", "clang"), one_or_many=True)
+
+
+@dataclass(frozen=True)
+class _RewriteEntry:
+    name: str
+    module: str
+    to: str
+    prefixes: tuple[str, ...] = conf(one_or_many=True)
+
+
+@dataclass(frozen=True)
+class _LayoutFile:
+    rules: tuple[_RuleEntry, ...] = conf(check=_non_empty)
+    version: Literal[1] = 1
+    supplement: _SupplementEntry = conf(default_factory=_SupplementEntry)
+    intrafile: _IntrafileEntry = conf(default_factory=_IntrafileEntry)
+    python_rewrites: tuple[_RewriteEntry, ...] = ()
+    patches_dir: str = conf("torch_patches", check=_generated_dir)
+    regions_dir: str = conf("torch_cuda/csrc/regions", check=_generated_dir)
+
+
+def _layout(doc: Document, digest: str) -> Layout:
+    f = doc.read(_LayoutFile)
+    rules = tuple(LayoutRule(r.name or f"rule{i}", r.match, r.strip, r.to) for i, r in enumerate(f.rules))
+    names = [r.name for r in rules]
+    dup = next((i for i, n in enumerate(names) if names.index(n) < i), None)
+    if dup is not None:
+        doc.fail(("rules", dup, "name"), f"two rules are named {names[dup]!r}")
+    sup = f.supplement
+    supplement = SupplementConfig(sup.include_roots, sup.copy_cuda_only_headers, sup.config_template_suffixes,
+                                  tuple(GeneratedGroup(g.name, g.includes, g.inputs) for g in sup.generated),
+                                  sup.always, sup.external)
+    rewrites = tuple(PyRewriteRule(r.name, r.module, r.to, r.prefixes) for r in f.python_rewrites)
+    return Layout(rules, f.patches_dir, f.regions_dir, supplement, f.intrafile.mode,
+                  f.intrafile.preprocessors, rewrites, doc.where, digest)
 
 
 def parse_layout(doc: Any, source: str, digest: str = "") -> Layout:
-    if not isinstance(doc, dict):
-        raise LayoutError(f"{source}: a layout is a YAML mapping")
-    if doc.get("version", 1) != 1:
-        raise LayoutError(f"{source}: unsupported layout version {doc.get('version')!r} (expected 1)")
-    raw_rules = doc.get("rules")
-    if not isinstance(raw_rules, list) or not raw_rules:
-        raise LayoutError(f"{source}: 'rules' must be a non-empty list")
-    rules = tuple(_rule(i, d, source) for i, d in enumerate(raw_rules))
-    names = [r.name for r in rules]
-    dup = next((n for n in names if names.count(n) > 1), None)
-    if dup:
-        raise LayoutError(f"{source}: two rules are named {dup!r}")
-    sup = doc.get("supplement") or {}
-    gens = []
-    for g in sup.get("generated") or []:
-        gname = _str(g, "name", f"{source}: supplement.generated")
-        where = f"{source}: generated group {gname}"
-        inputs = tuple(check_relpath(p, where) for p in _strs(g, "inputs", where, []))
-        gens.append(GeneratedGroup(gname, _strs(g, "includes", where), inputs))
-    where = f"{source}: supplement"
-    supplement = SupplementConfig(
-        include_roots=tuple(check_relpath(r, where) for r in _strs(sup, "include_roots", where, ["."])),
-        copy_cuda_only_headers=bool(sup.get("copy_cuda_only_headers", True)),
-        config_template_suffixes=_strs(sup, "config_template_suffixes", where, [".in"]),
-        generated=tuple(gens),
-        always=tuple(check_relpath(p, where) for p in _strs(sup, "always", where, [])),
-        external=_strs(sup, "external", where, []))
-    intra = doc.get("intrafile") or {}
-    mode = _str(intra, "mode", f"{source}: intrafile", "hook")
-    if mode not in MODES:
-        raise LayoutError(f"{source}: intrafile.mode must be one of {', '.join(MODES)}, not {mode!r}")
-    rewrites = []
-    for d in doc.get("python_rewrites") or []:
-        rname = _str(d, "name", f"{source}: python_rewrites")
-        where = f"{source}: python rewrite {rname}"
-        rewrites.append(PyRewriteRule(rname, _str(d, "module", where), _str(d, "to", where),
-                                      _strs(d, "prefixes", where)))
-    patches_dir = check_relpath(_str(doc, "patches_dir", source, "torch_patches"), f"{source}: patches_dir")
-    regions_dir = check_relpath(_str(doc, "regions_dir", source, "torch_cuda/csrc/regions"),
-                                f"{source}: regions_dir")
-    for d in (patches_dir, regions_dir):
-        if not d or d in (MANIFEST_NAME, REPORT_NAME):
-            raise LayoutError(f"{source}: {d!r} cannot be a generated directory")
-    return Layout(rules, patches_dir, regions_dir, supplement, mode,
-                  _strs(intra, "preprocessors", f"{source}: intrafile", ["gcc", "cpp", "clang"]),
-                  tuple(rewrites), source, digest)
+    """The layout in the loaded document ``doc`` (errors name ``source`` without a line)."""
+    try:
+        return _layout(Document(doc, source), digest)
+    except InputError as e:
+        raise LayoutError(str(e)) from None
 
 
 def default_layout_path() -> Path:
@@ -198,14 +224,12 @@ def default_layout_path() -> Path:
 
 
 def load_layout(path: str | Path | None = None) -> Layout:
-    """The layout in ``path`` (default: the shipped one). LayoutError names the file and problem."""
+    """The layout in ``path`` (default: the shipped one). LayoutError names the file, the YAML
+    line, the key and the problem."""
     p = Path(path) if path is not None else default_layout_path()
     try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise LayoutError(f"{p}: cannot read layout ({e.strerror})") from None
-    try:
-        doc = yaml.safe_load(data)
-    except yaml.YAMLError as e:
-        raise LayoutError(f"{p}: not valid YAML ({str(e).splitlines()[0]})") from None
-    return parse_layout(doc, str(p), hashlib.sha256(data).hexdigest())
+        data = read_regular(p, what="layout")
+        return _layout(load_document_text(data.decode("utf-8", "replace"), str(p)),
+                       hashlib.sha256(data).hexdigest())
+    except InputError as e:
+        raise LayoutError(str(e)) from None
