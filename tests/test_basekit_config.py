@@ -137,3 +137,20 @@ def test_hostile_documents_are_refused_within_docread_bounds(tmp_path):
 def test_data_without_nodes_names_the_place_without_a_line():
     with pytest.raises(InputError, match=r"^layout: rules\[0\].name: expected a string, got int$"):
         convert(Doc, {"rules": [{"name": 1, "match": []}]}, "layout")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("sets:\n  a:\n    stage: 3\n", ":3: sets.a.stage: expected one of 1, 2, got 3"),
+    ("sets:\n  a:\n    stage: 1\n    requries: [b]\n", ":4: sets.a.requries: unknown key (did you mean 'requires'?)"),
+    ("sets:\n  a:\n    stage: 1\n    requires: [b]\n", ":4: sets.a.requires: unknown set 'b'"),
+    ("sets:\n  a:\n    stage: 1\n    buildable: false\n", ":3: sets.a: a set that is not buildable says why"),
+])
+def test_target_sets_are_read_through_the_config_reader(tmp_path, text, message):
+    from pathlib import Path
+
+    from tdev.build.targets import load_target_sets
+    path = Path(tmp_path / "targets.yaml")
+    path.write_text(text)
+    with pytest.raises(InputError) as e:
+        load_target_sets(path)
+    assert str(e.value) == f"{path}{message}"

@@ -6,8 +6,12 @@ extraction's manifest it gives the files a set compiles. ``select`` resolves ``-
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
+
+from basekit.config import load_document
 
 from tdev.extract.manifest_schema import Manifest
 from tdev.globs import matches
@@ -76,45 +80,46 @@ class TargetSets:
         return order
 
 
-def load_target_sets(path: Path) -> TargetSets:
-    import yaml
+@dataclass(frozen=True)
+class _SetEntry:
+    stage: Literal[1, 2]
+    sources: tuple[str, ...] = ()
+    default: bool = False
+    requires: tuple[str, ...] = ()
+    cmake_target: str | None = None
+    overlay_sources: tuple[str, ...] = ()
+    buildable: bool = True
+    why: str = ""
 
-    where = str(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise InputError(where, f"cannot read: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        raise InputError(where, f"not valid YAML: {e}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("sets"), dict):
-        raise InputError(where, "expected a mapping with 'sets'")
-    known = {"sets", "translation_unit_suffixes", "not_built"}
-    for k in data:
-        if k not in known:
-            raise InputError(where, f"unknown key {k!r} (known: {', '.join(sorted(known))})")
-    out = TargetSets(path, tuple(data.get("translation_unit_suffixes") or (".cpp", ".cu")),
-                     [(d["glob"], d.get("why", "")) for d in data.get("not_built") or []])
-    fields = set(TargetSet.__dataclass_fields__) - {"name"}
-    for name, raw in data["sets"].items():
-        if not isinstance(raw, dict):
-            raise InputError(where, f"sets.{name}: expected a mapping")
-        bad = set(raw) - fields
-        if bad:
-            raise InputError(where, f"sets.{name}: unknown key {sorted(bad)[0]!r} "
-                             f"(known: {', '.join(sorted(fields))})")
-        if raw.get("stage") not in (1, 2):
-            raise InputError(where, f"sets.{name}.stage: expected 1 or 2")
-        if raw.get("buildable", True) is False and not raw.get("why"):
-            raise InputError(where, f"sets.{name}: a set that is not buildable says why")
-        out.sets[name] = TargetSet(
-            name, raw["stage"], tuple(raw.get("sources") or ()), bool(raw.get("default")),
-            tuple(raw.get("requires") or ()), raw.get("cmake_target"),
-            tuple(raw.get("overlay_sources") or ()), bool(raw.get("buildable", True)),
-            raw.get("why", ""))
+
+@dataclass(frozen=True)
+class _NotBuilt:
+    glob: str
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class _TargetsFile:
+    sets: Mapping[str, _SetEntry]
+    translation_unit_suffixes: tuple[str, ...] = (".cpp", ".cu")
+    not_built: tuple[_NotBuilt, ...] = ()
+
+
+def load_target_sets(path: Path) -> TargetSets:
+    """The target sets of ``path`` (basekit.config: bad input names the YAML line and key)."""
+    doc = load_document(path, what="target sets file")
+    f = doc.read(_TargetsFile)
+    out = TargetSets(path, f.translation_unit_suffixes or (".cpp", ".cu"),
+                     [(d.glob, d.why) for d in f.not_built])
+    for name, e in f.sets.items():
+        if not e.buildable and not e.why:
+            doc.fail(("sets", name), "a set that is not buildable says why")
+        out.sets[name] = TargetSet(name, e.stage, e.sources, e.default, e.requires, e.cmake_target,
+                                   e.overlay_sources, e.buildable, e.why)
     for name, ts in out.sets.items():
         for r in ts.requires:
             if r not in out.sets:
-                raise InputError(where, f"sets.{name}.requires: unknown set {r!r}")
+                doc.fail(("sets", name, "requires"), f"unknown set {r!r}")
     return out
 
 
