@@ -1,13 +1,36 @@
-"""Small filesystem helpers shared by every command that writes: atomic writes, safe joins."""
+"""The one writer of files and trees for every command, and safe joins.
+
+* :func:`write_atomic`: a file's new content (bytes or text) goes to a temporary file in the same
+  directory and is renamed over the path, so a reader (or a run after a kill) sees the old
+  content or the new, never a part. Temporaries are named ``.NAME.PID.RANDOM.tdev-tmp``: the next
+  write of the same path removes those whose process is gone (:func:`sweep_temps`).
+* :func:`replace_tree`: a directory is built beside its target (``.NAME.tdev-new``) and swapped
+  in: ``renameat2(RENAME_EXCHANGE)`` where Linux has it (the target never disappears), else two
+  renames through ``.NAME.tdev-old``. :func:`recover_tree` (run first by every replace) finishes
+  or undoes a replacement a kill interrupted. Callers that may run concurrently hold
+  :func:`dir_lock` on the target's parent.
+"""
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
-import tempfile
+import shutil
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
+from typing import Callable, Iterator
+
+TEMP_SUFFIX = ".tdev-tmp"
+STAGED_SUFFIX = ".tdev-new"
+ASIDE_SUFFIX = ".tdev-old"
 
 
 class PathEscapeError(ValueError):
     """A path from a patch, manifest or config that would leave its base directory."""
+
+
+class Busy(RuntimeError):
+    """Another process holds the directory lock."""
 
 
 def umask() -> int:
@@ -24,19 +47,80 @@ def umask() -> int:
     return mask
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same directory and a rename, so
-    readers see the old content or the new, never a part. The file gets the mode any new file
-    gets (0666 less the umask), not mkstemp's 0600."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+# --- files -----------------------------------------------------------------------------------
+
+def temp_name(path: str | Path) -> str:
+    """A fresh temporary name for a write of ``path`` (in the same directory)."""
+    return f".{os.path.basename(path)}.{os.getpid()}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
+
+
+def _pid_alive(pid: int) -> bool:
     try:
-        os.fchmod(fd, 0o666 & ~umask())
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process: alive
+    return True
+
+
+def sweep_temps(path: str | Path) -> tuple[str, ...]:
+    """Remove the temporaries :func:`write_atomic` left for ``path`` in runs that are gone
+    (killed); those of a live process are kept. Returns the names removed."""
+    directory, name = os.path.split(os.fspath(path))
+    prefix = f".{name}."
+    gone: list[str] = []
+    try:
+        entries = [e.name for e in os.scandir(directory or ".") if e.name.startswith(prefix)]
+    except OSError:
+        return ()
+    for entry in entries:
+        pid = entry[len(prefix):].split(".", 1)[0]
+        if entry.endswith(TEMP_SUFFIX) and pid.isdigit() and not _pid_alive(int(pid)):
+            try:
+                os.unlink(os.path.join(directory, entry))
+                gone.append(entry)
+            except FileNotFoundError:
+                pass
+    return tuple(gone)
+
+
+def _open_temp(path: str, temp: str | None) -> tuple[int, str]:
+    directory = os.path.dirname(path)
+    tmp = os.path.join(directory, temp or temp_name(path))
+    if temp is not None and os.path.lexists(tmp):
+        os.unlink(tmp)  # a caller's name left by a killed run: the caller owns it
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.open(tmp, flags, 0o600), tmp
+
+
+def write_atomic(path: str | Path, data: bytes | str, *, mode: int | None = None, fsync: bool = True,
+                 temp: str | None = None, mtime_ns: int | None = None, keep_owner: bool = False,
+                 make_parents: bool = True) -> None:
+    """Write ``data`` (text goes as UTF-8) to ``path`` through a temporary file beside it and a
+    rename. ``mode``: the file's mode (default 0666 less the umask, what any new file gets);
+    ``fsync``: flush to disk before the rename; ``temp``: the temporary's name (a journal that
+    sweeps its own names), else a :func:`temp_name`, and stale ones of ``path`` are swept;
+    ``mtime_ns``: the modification time to give it; ``keep_owner``: keep the replaced file's
+    owner where we may."""
+    path = os.fspath(path)
+    blob = data.encode("utf-8") if isinstance(data, str) else data
+    if make_parents:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    if temp is None:
+        sweep_temps(path)
+    fd, tmp = _open_temp(path, temp)
+    try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            fh.write(blob)
             fh.flush()
-            os.fsync(fh.fileno())
+            os.fchmod(fd, mode if mode is not None else 0o666 & ~umask())
+            if keep_owner:
+                _keep_owner(fd, path)
+            if mtime_ns is not None:
+                os.utime(fd, ns=(mtime_ns, mtime_ns))
+            if fsync:
+                os.fsync(fd)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -46,9 +130,139 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         raise
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+def _keep_owner(fd: int, path: str) -> None:
+    try:
+        old = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
+        try:
+            os.fchown(fd, old.st_uid, old.st_gid)
+        except PermissionError:
+            pass
 
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    write_atomic(path, data)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    write_atomic(path, text)
+
+
+# --- trees -----------------------------------------------------------------------------------
+
+def tree_slots(target: Path) -> tuple[Path, Path]:
+    """(the staging directory, the aside directory) of ``target``: its siblings."""
+    return (target.parent / f".{target.name}{STAGED_SUFFIX}",
+            target.parent / f".{target.name}{ASIDE_SUFFIX}")
+
+
+def _renameat2() -> Callable[..., int] | None:
+    import ctypes  # only when a tree is swapped: keeps start-up fast
+    import ctypes.util
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_RENAMEAT2: list[Callable[..., int] | None] = []
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Atomically swap the paths ``a`` and ``b`` (both must exist); False when the system
+    cannot (another OS, an old kernel, a file system without it)."""
+    if not _RENAMEAT2:
+        _RENAMEAT2.append(_renameat2())
+    fn = _RENAMEAT2[0]
+    if fn is None:
+        return False
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    import ctypes
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(a))
+
+
+def recover_tree(target: Path) -> tuple[str, ...]:
+    """Finish or undo a replacement of ``target`` a kill interrupted; what was done, in words.
+    An aside tree without the target means a kill between the two renames: the staged tree was
+    complete, so it goes into place (or, without one, the aside tree goes back); any other
+    leftover staging or aside directory is deleted."""
+    staged, aside = tree_slots(target)
+    done: list[str] = []
+    if os.path.lexists(aside) and not os.path.lexists(target):
+        if staged.is_dir():
+            os.rename(staged, target)
+            done.append(f"finished an interrupted replacement of {target}")
+        else:
+            os.rename(aside, target)
+            done.append(f"restored the previous {target}")
+    if os.path.lexists(aside):
+        shutil.rmtree(aside)
+        done.append(f"removed the previous tree left in {aside}")
+    if os.path.lexists(staged):
+        shutil.rmtree(staged)
+        done.append(f"removed the unfinished build {staged}")
+    return tuple(done)
+
+
+def replace_tree(target: Path, fill: Callable[[Path], None], *,
+                 on_step: Callable[[str], None] | None = None, use_exchange: bool = True) -> tuple[str, ...]:
+    """Put a new directory at ``target``: recover first, create the staging directory, let
+    ``fill`` write the tree into it (if it raises, the staging directory is removed and
+    ``target`` is untouched), then swap it in and delete the previous tree. A kill at any
+    moment leaves the previous tree or the new one (with two renames, between them no
+    ``target`` until the next replace or :func:`recover_tree`). ``on_step`` hears ``aside``
+    (two renames only), ``swapped`` and ``cleaned``. Returns what the recovery did."""
+    step = on_step or (lambda name: None)
+    recovered = recover_tree(target)
+    staged, aside = tree_slots(target)
+    staged.mkdir()
+    try:
+        fill(staged)
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+    if not os.path.lexists(target):
+        os.rename(staged, target)
+        step("swapped")
+    elif use_exchange and exchange(staged, target):
+        step("swapped")
+        shutil.rmtree(staged)  # it holds the previous tree now
+    else:
+        os.rename(target, aside)
+        step("aside")
+        os.rename(staged, target)
+        step("swapped")
+        shutil.rmtree(aside)
+    step("cleaned")
+    return recovered
+
+
+@contextmanager
+def dir_lock(directory: Path) -> Iterator[None]:
+    """An exclusive flock on ``directory`` itself (no lock file is left); Busy when held."""
+    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise Busy(f"{directory}: another run is writing here") from None
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+# --- paths -----------------------------------------------------------------------------------
 
 def safe_join(base: str | Path, rel: str) -> Path:
     """``base / rel`` for a relative posix path that stays inside ``base`` (no absolute paths, no

@@ -23,17 +23,16 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from basekit.fs import write_atomic
 from setuptools import Extension
 from setuptools.command.build_ext import build_ext
 from setuptools.errors import CompileError
 
 from .errors import BuildFailed, InputError
 from .extension_cmake import ExtensionSpec, generate_cmakelists, split_compile_args
-from .presets import write_atomic
 
 TORCH_USES = ("device", "cpu", "none")
 
@@ -157,10 +156,8 @@ def copy_if_changed(src: Path, dest: Path) -> bool:
             return False
     except FileNotFoundError:
         pass
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.tmp")
-    shutil.copy2(src, tmp)
-    os.replace(tmp, dest)
+    st = src.stat()
+    write_atomic(dest, src.read_bytes(), mode=st.st_mode & 0o7777, fsync=False, mtime_ns=st.st_mtime_ns)
     return True
 
 

@@ -15,25 +15,10 @@ import json
 import os
 from pathlib import Path
 
+from basekit.fs import write_atomic
+
 VENDOR = "wrapped-cmake"
 PRESETS_VERSION = 3  # CMake >= 3.21
-
-
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    import tempfile  # only on this path: keeps start-up fast
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give it the usual mode
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def preset_name(backend: str, build_dir: Path, default_build_dir: bool) -> str:

@@ -213,8 +213,5 @@ def _write_tree(root: Path, out: dict[Path, bytes], result: StageResult) -> None
 
 
 def _write_bytes(path: Path, blob: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(blob)
-    os.replace(tmp, path)
+    write_atomic(path, blob, fsync=False)  # a staged copy: rebuilt from its sources after a crash
 

@@ -27,17 +27,16 @@ process at the N-th checkpoint or the one named NAME (``files`` after every 64 f
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import shutil
 import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from basekit.fs import safe_join
+from basekit.errors import InputError
+from basekit.fs import Busy, dir_lock, recover_tree, replace_tree, safe_join, tree_slots
 
 from . import localwork, manifest
 from .layout import MANIFEST_NAME, REPORT_NAME
@@ -50,7 +49,7 @@ FAULT_ENV = "TDEV_EXTRACT_FAULT"
 FILES_PER_CHECKPOINT = 64
 
 
-class OutputError(ValueError):
+class OutputError(InputError):
     """The output directory cannot be written (not ours, busy, not a directory)."""
 
 
@@ -85,47 +84,12 @@ class _Faults:
 
 
 def siblings(out: Path) -> tuple[Path, Path]:
-    return out.parent / f".{out.name}.tdev-new", out.parent / f".{out.name}.tdev-old"
+    return tree_slots(out)
 
 
 def recover(out: Path) -> list[str]:
     """Finish or undo an interrupted replacement of ``out`` (call under the lock)."""
-    new, old = siblings(out)
-    done = []
-    if old.exists():
-        if not out.exists() and new.is_dir():
-            os.rename(new, out)
-            done.append(f"finished an interrupted replacement of {out}")
-        elif not out.exists():
-            os.rename(old, out)
-            done.append(f"restored the previous {out}")
-        if old.exists():
-            shutil.rmtree(old)
-            done.append(f"removed the previous tree left in {old}")
-    if new.exists():
-        shutil.rmtree(new)
-        done.append(f"removed the unfinished build {new}")
-    return done
-
-
-class _Lock:
-    """flock on the output's parent directory: one extraction at a time, no lock file left."""
-
-    def __init__(self, parent: Path):
-        self.parent, self.fd = parent, -1
-
-    def __enter__(self) -> "_Lock":
-        self.fd = os.open(self.parent, os.O_RDONLY)
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self.fd)
-            raise OutputError(f"{self.parent}: another tdev extract is writing here") from None
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        fcntl.flock(self.fd, fcntl.LOCK_UN)
-        os.close(self.fd)
+    return list(recover_tree(out))
 
 
 def contents(plan: ExtractionPlan) -> tuple[dict[str, tuple[bytes, bool]], list[manifest.Entry]]:
@@ -214,37 +178,36 @@ def write_tree(plan: ExtractionPlan, out: str | Path, *, discard_changes: bool =
         raise OutputError(f"{out}: refusing to write the filesystem root")
     out.parent.mkdir(parents=True, exist_ok=True)
     faults = _Faults()
-    with _Lock(out.parent):
-        recovered = recover(out)
-        state = existing(out)
-        data, entries = contents(plan)
-        mbytes = manifest_bytes(plan, entries, out)
-        total = sum(len(b) for b, _ in data.values()) + len(mbytes)
-        work = localwork.assess(state, set(data) | {MANIFEST_NAME}) if state is not None else None
-        done = dict(files=len(data) + 1, bytes=total, recovered=recovered)
-        if work is not None and work.blocking and not discard_changes:
-            raise LocalChanges(work)
-        if state is not None and state.raw == mbytes and not state.missing and not state.changed:
-            return _result(out, False, work, t0, **done)
-        new, old = siblings(out)
+    try:
+        with dir_lock(out.parent):
+            return _write_locked(plan, out, discard_changes, faults, t0)
+    except Busy:
+        raise OutputError(f"{out.parent}: another tdev extract is writing here") from None
+
+
+def _write_locked(plan: ExtractionPlan, out: Path, discard_changes: bool, faults: _Faults,
+                  t0: float) -> WriteResult:
+    recovered = recover(out)
+    state = existing(out)
+    data, entries = contents(plan)
+    mbytes = manifest_bytes(plan, entries, out)
+    total = sum(len(b) for b, _ in data.values()) + len(mbytes)
+    work = localwork.assess(state, set(data) | {MANIFEST_NAME}) if state is not None else None
+    done = dict(files=len(data) + 1, bytes=total, recovered=recovered)
+    if work is not None and work.blocking and not discard_changes:
+        raise LocalChanges(work)
+    if state is not None and state.raw == mbytes and not state.missing and not state.changed:
+        return _result(out, False, work, t0, **done)
+
+    def fill(new: Path) -> None:
         try:
             _build(new, data, mbytes, faults, work, out)
-        except BaseException as e:
-            shutil.rmtree(new, ignore_errors=True)
-            if isinstance(e, OSError):
-                raise OutputError(f"{new}: cannot build the new tree ({e}); {out} is unchanged") from None
-            raise
+        except OSError as e:
+            raise OutputError(f"{new}: cannot build the new tree ({e}); {out} is unchanged") from None
         faults.checkpoint("built")
-        if state is not None or out.exists():
-            os.rename(out, old)
-            faults.checkpoint("aside")
-            os.rename(new, out)
-            faults.checkpoint("swapped")
-            shutil.rmtree(old)
-        else:
-            os.rename(new, out)
-            faults.checkpoint("swapped")
-        faults.checkpoint("cleaned")
+
+    # two renames, not RENAME_EXCHANGE: the protocol above (and its kill tests) has the "aside" step
+    replace_tree(out, fill, on_step=faults.checkpoint, use_exchange=False)
     return _result(out, True, work, t0, **done)
 
 
@@ -257,7 +220,6 @@ def _result(out: Path, changed: bool, work: LocalWork | None, t0: float, *, file
 
 def _build(new: Path, data: dict[str, tuple[bytes, bool]], mbytes: bytes, faults: _Faults,
            work: LocalWork | None, out: Path) -> None:
-    new.mkdir()
     made: set[str] = set()
     for k, (dest, (b, exe)) in enumerate(sorted(data.items()), 1):
         path = safe_join(new, dest)

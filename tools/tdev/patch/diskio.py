@@ -1,14 +1,14 @@
-"""Disk primitives of the patch tree: atomic writes (named temporaries, owner and mtime kept)
-and the tree's lock file (``fcntl.flock``, never followed through a symlink)."""
+"""Disk primitives of the patch tree: atomic writes (basekit.fs with named temporaries, owner
+and mtime kept) and the tree's lock file (``fcntl.flock``, never followed through a symlink)."""
 from __future__ import annotations
 
 import errno
 import fcntl
 import os
 import stat
-import tempfile
 import time
 
+from basekit import fs
 from basekit.docread import BadInput
 
 from .journal import TEMP_PREFIX
@@ -28,42 +28,14 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def _open_temp(directory: str, tmp: str | None) -> tuple[int, str]:
-    if tmp is None:
-        return tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
-    path = os.path.join(directory, tmp)
-    if os.path.lexists(path):
-        os.unlink(path)  # left by a killed run: ours by its name
-    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), path
-
-
 def write_atomic(real: str, data: bytes, mode: int | None, *, tmp: str | None = None,
                  mtime_ns: int | None = None) -> None:
-    """Write ``data`` to a temporary file beside ``real`` (``tmp``: its name, else a random
-    one) and rename it into place; the replaced file's owner is kept where we may."""
-    try:
-        old = os.lstat(real)
-    except (FileNotFoundError, NotADirectoryError):
-        old = None
-    fd, path = _open_temp(os.path.dirname(real), tmp)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fchmod(fh.fileno(), mode if mode is not None else 0o644)
-            if old is not None and (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
-                try:
-                    os.fchown(fh.fileno(), old.st_uid, old.st_gid)
-                except PermissionError:
-                    pass
-            if mtime_ns is not None:
-                os.utime(fh.fileno(), ns=(mtime_ns, mtime_ns))
-            os.fsync(fh.fileno())
-        os.replace(path, real)
-    except BaseException:
-        if os.path.lexists(path):
-            os.unlink(path)
-        raise
+    """:func:`basekit.fs.write_atomic` with the patch tree's rules: the temporary is named
+    ``tmp`` (a journal entry's name) or a fresh ``TEMP_PREFIX`` name, both swept by the tree's
+    recovery; mode 0644 unless given; the replaced file's owner is kept where we may."""
+    fs.write_atomic(real, data, mode=mode if mode is not None else 0o644,
+                    temp=tmp or f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}", mtime_ns=mtime_ns,
+                    keep_owner=True, make_parents=False)
 
 
 def refuse_link(path: str, what: str) -> None:

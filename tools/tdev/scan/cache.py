@@ -4,7 +4,7 @@ sources: a changed scanner never reuses old answers), so a re-scan of an unchang
 no file.
 
 One pickle per scanned root under ``$TDEV_CACHE_DIR`` (default ``$XDG_CACHE_HOME/tdev/scan``).
-It is written to a temporary file and renamed into place; a cache that cannot be read is ignored.
+It is written atomically (:func:`basekit.fs.write_atomic`); a cache that cannot be read is ignored.
 """
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import hashlib
 import os
 import pickle
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from basekit.fs import write_atomic
 from tdev import __version__
 
 Identity = tuple[int, int, int]
@@ -75,11 +75,7 @@ class ScanCache:
         return cls(key)
 
     def save(self, path: Path) -> None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".scan-", suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                pickle.dump(self, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
+        try:  # no fsync: a cache torn by a crash is only a cache that does not load
+            write_atomic(path, pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL), fsync=False)
         except OSError:
             pass  # a cache that cannot be written only costs time on the next run
