@@ -20,8 +20,8 @@ from wrapped_cmake.errors import InputError
 
 @dataclass(frozen=True)
 class TargetSet:
-    name: str
-    stage: int
+    """One set as ``targets.yaml`` writes it (the schema basekit.config reads), and its name."""
+    stage: Literal[1, 2]
     sources: tuple[str, ...] = ()
     default: bool = False
     requires: tuple[str, ...] = ()
@@ -29,6 +29,7 @@ class TargetSet:
     overlay_sources: tuple[str, ...] = ()
     buildable: bool = True
     why: str = ""
+    name: str = field(default="", init=False)  # the key it stands under, set by the loader
 
 
 @dataclass
@@ -81,18 +82,6 @@ class TargetSets:
 
 
 @dataclass(frozen=True)
-class _SetEntry:
-    stage: Literal[1, 2]
-    sources: tuple[str, ...] = ()
-    default: bool = False
-    requires: tuple[str, ...] = ()
-    cmake_target: str | None = None
-    overlay_sources: tuple[str, ...] = ()
-    buildable: bool = True
-    why: str = ""
-
-
-@dataclass(frozen=True)
 class _NotBuilt:
     glob: str
     why: str = ""
@@ -100,7 +89,7 @@ class _NotBuilt:
 
 @dataclass(frozen=True)
 class _TargetsFile:
-    sets: Mapping[str, _SetEntry]
+    sets: Mapping[str, TargetSet]
     translation_unit_suffixes: tuple[str, ...] = (".cpp", ".cu")
     not_built: tuple[_NotBuilt, ...] = ()
 
@@ -114,8 +103,8 @@ def load_target_sets(path: Path) -> TargetSets:
     for name, e in f.sets.items():
         if not e.buildable and not e.why:
             doc.fail(("sets", name), "a set that is not buildable says why")
-        out.sets[name] = TargetSet(name, e.stage, e.sources, e.default, e.requires, e.cmake_target,
-                                   e.overlay_sources, e.buildable, e.why)
+        object.__setattr__(e, "name", name)
+        out.sets[name] = e
     for name, ts in out.sets.items():
         for r in ts.requires:
             if r not in out.sets:
