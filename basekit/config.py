@@ -172,8 +172,8 @@ class Document:
 def load_document_text(text: str, where: str) -> Document:
     """The YAML document in ``text`` within ``docread``'s bounds, parsed once, nodes kept."""
     try:
-        docread._check_yaml_events(text, where, docread.MAX_DEPTH, docread.MAX_NODES)
-        loader = docread._Loader(text)
+        docread.check_yaml_bounds(text, where, docread.MAX_DEPTH, docread.MAX_NODES)
+        loader = docread.YamlLoader(text)
         try:
             node = loader.get_single_node()
             data = loader.construct_document(node) if node is not None else None
@@ -181,7 +181,7 @@ def load_document_text(text: str, where: str) -> Document:
             loader.dispose()
     except yaml.YAMLError as e:
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise InputError(docread._yaml_where(where, e), f"invalid YAML ({problem})") from None
+        raise InputError(docread.yaml_where(where, e), f"invalid YAML ({problem})") from None
     except RecursionError:
         raise InputError(where, "YAML nested too deeply") from None
     return Document(data, where, node)

@@ -68,16 +68,16 @@ def read_text(path: str | os.PathLike, *, max_bytes: int = MAX_BYTES, what: str 
 
 # --- YAML ------------------------------------------------------------------------------------
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
+YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
 
 
-def _check_yaml_events(text: str, where: str, max_depth: int, max_nodes: int) -> None:
+def check_yaml_bounds(text: str, where: str, max_depth: int, max_nodes: int) -> None:
     """Walk the event stream (iterative in both parsers) and refuse deep nesting and documents
     whose aliases expand past ``max_nodes``, before anything recursive sees the document."""
     sizes: dict[str, int] = {}  # anchor -> expanded node count
     stack: list[tuple[str | None, int]] = []  # (anchor, expanded count at its start)
     expanded = 0
-    for event in yaml.parse(text, Loader=_Loader):
+    for event in yaml.parse(text, Loader=YamlLoader):
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             if len(stack) >= max_depth:
                 mark = event.start_mark
@@ -103,7 +103,7 @@ def _check_yaml_events(text: str, where: str, max_depth: int, max_nodes: int) ->
             raise BadInput(where, f"YAML expands to more than {max_nodes} nodes (aliases)")
 
 
-def _yaml_where(where: str, e: yaml.YAMLError) -> str:
+def yaml_where(where: str, e: yaml.YAMLError) -> str:
     mark = getattr(e, "problem_mark", None)
     return f"{where}:{mark.line + 1}" if mark else where
 
@@ -111,11 +111,11 @@ def _yaml_where(where: str, e: yaml.YAMLError) -> str:
 def load_yaml_text(text: str, where: str, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> Any:
     """The document in ``text`` (safe types only), bounded in depth and alias expansion."""
     try:
-        _check_yaml_events(text, where, max_depth, max_nodes)
-        return yaml.load(text, Loader=_Loader)
+        check_yaml_bounds(text, where, max_depth, max_nodes)
+        return yaml.load(text, Loader=YamlLoader)
     except yaml.YAMLError as e:
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise BadInput(_yaml_where(where, e), f"invalid YAML ({problem})") from None
+        raise BadInput(yaml_where(where, e), f"invalid YAML ({problem})") from None
     except RecursionError:
         raise BadInput(where, "YAML nested too deeply") from None
 
@@ -162,5 +162,6 @@ def finite_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-__all__ = ["BadInput", "one_line", "MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "finite_number", "load_json",
-           "load_json_text", "load_yaml", "load_yaml_text", "read_regular", "read_text"]
+__all__ = ["BadInput", "MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "YamlLoader", "check_yaml_bounds",
+           "finite_number", "load_json", "load_json_text", "load_yaml", "load_yaml_text", "one_line",
+           "read_regular", "read_text", "yaml_where"]

@@ -159,7 +159,8 @@ def test_profile_digest_follows_the_profile_content(tmp_path):
 
 KILL_SCRIPT = """
 import os, shutil, signal, sys
-from tdev.scaffold import render, swap, userwork
+from basekit import fs
+from tdev.scaffold import render, userwork
 from tdev.scaffold.scaffold import scaffold
 
 vendor, out, point = sys.argv[1:]
@@ -182,7 +183,7 @@ def wrap(module, name, when):
 
 
 where, _, name = point.partition(":")
-module = {"swap": swap, "userwork": userwork, "render": render}[name.split(".")[0]]
+module = {"fs": fs, "userwork": userwork, "render": render}[name.split(".")[0]]
 wrap(module, name.split(".")[1], where)
 scaffold(vendor, out=out, force=True, discard_changes=True)
 """
@@ -190,8 +191,8 @@ scaffold(vendor, out=out, force=True, discard_changes=True)
 # (where the run is killed, whether the new package is in place afterwards)
 KILL_POINTS = [
     ("after:userwork._link_or_copy", False),  # carrying the user's files into the staging tree
-    ("before:swap.exchange", False),
-    ("after:swap.exchange", True),  # swapped; the old tree not yet moved aside
+    ("before:fs.exchange", False),
+    ("after:fs.exchange", True),  # swapped; the old tree not yet deleted
 ]
 
 

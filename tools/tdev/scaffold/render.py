@@ -5,7 +5,7 @@ the context lacks is an error, never an empty string); other files are copied. P
 named ``__<var>__`` are replaced by validated context values (``__pkg__`` -> the package name).
 A template that renders to whitespace only is not written (a file the profile does not need,
 like the bundled simulator for a real device). The tree is rendered into a temporary directory
-next to the target and swapped into place (:mod:`.swap`); an existing non-empty target is
+next to the target and swapped in (basekit.fs.replace_tree); an existing non-empty target is
 replaced only with ``force``, only when it is a previous scaffold output (it has the marker
 file), and only when the user changed nothing there unless ``discard_changes`` (:mod:`.userwork`:
 the marker records each file's sha256; files the user added are always kept). Every write
@@ -15,19 +15,15 @@ also keeps the rendered files under ``.tdev-scaffold/base``: the base of ``--upd
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 import jinja2
 
-from basekit.fs import PathEscapeError, safe_join
+from basekit.fs import Busy, PathEscapeError, dir_lock, replace_tree, safe_join
 
-from .swap import replace_dir
 from .userwork import (BASE, MARKER, SCHEMA, MarkerError, UserWork, carry_over, read_marker, sha256,
                        survey, tree_digest)
 
@@ -97,16 +93,18 @@ def write_package(out: Path, files: Mapping[str, bytes], base: Mapping[str, byte
     ``.tdev-scaffold/base``, the marker, and the user's ``keep`` paths linked in from ``out``),
     then swaps it into place: a kill leaves the old tree or the new one."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name[:64]}.", suffix=".tmp", dir=out.parent))
-    try:
+
+    def fill(staging: Path) -> None:
         _write_files(staging, files)
         _write_files(staging / BASE, base)
         carry_over(out, staging, list(keep))
         (staging / MARKER).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
-        _move_into_place(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+
+    try:
+        with dir_lock(out.parent):
+            replace_tree(out, fill)  # stage beside, swap in, recover a killed run's leftovers
+    except Busy:
+        raise RenderError(f"{out}: another run is writing this package; try again when it is done") from None
 
 
 def _write_files(root: Path, files: Mapping[str, bytes]) -> None:
@@ -185,17 +183,3 @@ def _check_target(out: Path, force: bool, files: Mapping[str, bytes],
     if work.changed and not discard_changes:  # added paths are carried over: nothing is lost
         raise UserWorkError(out, work)
     return True, work
-
-
-def _move_into_place(staging: Path, out: Path) -> None:
-    if not out.exists():
-        os.rename(staging, out)
-        return
-    if not any(out.iterdir()):
-        out.rmdir()  # empty: rename cannot replace a directory portably
-        os.rename(staging, out)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name[:64]}.", suffix=".old", dir=out.parent))
-    old.rmdir()
-    replace_dir(staging, out, old)
-    shutil.rmtree(old, ignore_errors=True)
