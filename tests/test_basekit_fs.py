@@ -1,0 +1,155 @@
+"""basekit.fs: the one file writer and the one tree replacer, under SIGKILL at random moments."""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+from basekit import fs
+
+FILES = 40
+
+
+def _killed_child(body, delay: float) -> None:
+    """Run ``body`` forever in a forked child, SIGKILL it after ``delay`` seconds, reap it."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            while True:
+                body()
+        finally:
+            os._exit(0)
+    time.sleep(delay)
+    os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+
+def test_write_atomic_bytes_text_mode_and_time(tmp_path):
+    p = tmp_path / "sub" / "f.txt"
+    fs.write_atomic(p, "é\n")
+    assert p.read_bytes() == "é\n".encode() and stat.S_IMODE(p.stat().st_mode) == 0o666 & ~fs.umask()
+    fs.write_atomic(p, b"\x00\x01", mode=0o640, mtime_ns=1_000_000_000)
+    assert p.read_bytes() == b"\x00\x01" and stat.S_IMODE(p.stat().st_mode) == 0o640
+    assert p.stat().st_mtime_ns == 1_000_000_000
+    fs.write_atomic(p, b"x", temp=".journal-0001", fsync=False)  # a caller's name, reused
+    assert sorted(os.listdir(p.parent)) == ["f.txt"] and p.read_bytes() == b"x"
+
+
+def test_write_atomic_failure_leaves_old_content_and_no_temporary(tmp_path):
+    p = tmp_path / "f"
+    p.write_text("old")
+    with pytest.raises(TypeError):
+        fs.write_atomic(p, 42)  # type: ignore[arg-type]
+    assert p.read_text() == "old" and os.listdir(tmp_path) == ["f"]
+
+
+def test_stale_temporaries_of_dead_runs_are_swept_live_ones_kept(tmp_path):
+    p = tmp_path / "f"
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)  # a pid now gone
+    dead = tmp_path / f".f.{pid}.0000abcd{fs.TEMP_SUFFIX}"
+    live = tmp_path / f".f.{os.getpid()}.0000abcd{fs.TEMP_SUFFIX}"
+    other = tmp_path / f".g.{pid}.0000abcd{fs.TEMP_SUFFIX}"  # another file's: not this write's
+    for q in (dead, live, other):
+        q.write_text("partial")
+    fs.write_atomic(p, "new")
+    assert sorted(os.listdir(tmp_path)) == sorted(["f", live.name, other.name])
+    assert fs.sweep_temps(tmp_path / "g") == (other.name,)
+
+
+def test_kill_inside_write_atomic_leaves_old_or_new_and_next_write_sweeps(tmp_path):
+    rng = random.Random(14)
+    p = tmp_path / "data.bin"
+    a, b = b"a" * (1 << 20), b"b" * (1 << 20)
+    fs.write_atomic(p, a)
+    seen = set()
+    for _ in range(12):
+        turn = iter(range(1 << 30))
+        _killed_child(lambda: fs.write_atomic(p, a if next(turn) % 2 else b), rng.uniform(0.001, 0.03))
+        content = p.read_bytes()
+        assert content in (a, b)
+        seen.add(content[:1])
+        fs.write_atomic(p, a)
+        assert os.listdir(tmp_path) == ["data.bin"]
+    assert seen == {b"a", b"b"}  # the kills did land in both phases
+
+
+def _fill(version: int):
+    def fill(staged: Path) -> None:
+        for i in range(FILES):
+            (staged / f"f{i:02d}").write_text(str(version))
+    return fill
+
+
+def _version(target: Path) -> int:
+    """The one version every file of the tree holds (the tree is complete and not mixed)."""
+    names = sorted(os.listdir(target))
+    assert names == [f"f{i:02d}" for i in range(FILES)]
+    versions = {(target / n).read_text() for n in names}
+    assert len(versions) == 1, versions
+    return int(versions.pop())
+
+
+@pytest.mark.parametrize("use_exchange", [True, False], ids=["exchange", "two-renames"])
+def test_kill_inside_replace_tree_leaves_old_or_new_and_recovery_cleans(tmp_path, use_exchange):
+    rng = random.Random(1414)
+    target = tmp_path / "tree"
+    fs.replace_tree(target, _fill(0))
+    versions = set()
+    for _ in range(10):
+        counter = iter(range(1, 1 << 30))
+        _killed_child(lambda: fs.replace_tree(target, _fill(next(counter)), use_exchange=use_exchange),
+                      rng.uniform(0.002, 0.05))
+        if use_exchange and fs.exchange(tmp_path, tmp_path):
+            assert target.is_dir()  # RENAME_EXCHANGE: never a moment without the tree
+        fs.recover_tree(target)
+        versions.add(_version(target))
+        assert os.listdir(tmp_path) == ["tree"]
+    assert len(versions) > 1  # the child did replace the tree between kills
+    fs.replace_tree(target, _fill(99), use_exchange=use_exchange)
+    assert _version(target) == 99 and os.listdir(tmp_path) == ["tree"]
+
+
+def test_replace_tree_steps_and_a_failing_fill(tmp_path):
+    target = tmp_path / "t"
+    steps: list[str] = []
+    fs.replace_tree(target, _fill(1), on_step=steps.append)
+    assert steps == ["swapped", "cleaned"] and _version(target) == 1
+    steps.clear()
+    fs.replace_tree(target, _fill(2), on_step=steps.append, use_exchange=False)
+    assert steps == ["aside", "swapped", "cleaned"] and _version(target) == 2
+
+    def broken(staged: Path) -> None:
+        (staged / "half").write_text("x")
+        raise RuntimeError("template broke")
+    with pytest.raises(RuntimeError):
+        fs.replace_tree(target, broken)
+    assert _version(target) == 2 and os.listdir(tmp_path) == ["t"]
+
+
+def test_recover_tree_restores_the_aside_tree_without_a_staged_one(tmp_path):
+    target = tmp_path / "t"
+    staged, aside = fs.tree_slots(target)
+    aside.mkdir()
+    (aside / "f").write_text("old")
+    assert fs.recover_tree(target) == (f"restored the previous {target}",)
+    assert (target / "f").read_text() == "old" and fs.recover_tree(target) == ()
+    staged.mkdir()
+    assert fs.recover_tree(target) == (f"removed the unfinished build {staged}",)
+
+
+def test_dir_lock_refuses_a_second_holder(tmp_path):
+    with fs.dir_lock(tmp_path):
+        with pytest.raises(fs.Busy, match="another run is writing here"):
+            with fs.dir_lock(tmp_path):
+                pass
+    with fs.dir_lock(tmp_path):
+        pass
