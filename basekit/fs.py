@@ -20,12 +20,14 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator
 
+from basekit.errors import InputError
+
 TEMP_SUFFIX = ".tdev-tmp"
 STAGED_SUFFIX = ".tdev-new"
 ASIDE_SUFFIX = ".tdev-old"
 
 
-class PathEscapeError(ValueError):
+class PathEscapeError(InputError):
     """A path from a patch, manifest or config that would leave its base directory."""
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from basekit.errors import InputError
+
 # the names torch.utils.cpp_extension knows, with the same expansions
 NAMED_ARCHS: dict[str, str] = {
     "Kepler+Tesla": "3.7",
@@ -34,7 +36,7 @@ CMAKE_SPECIAL = ("native", "all", "all-major")
 _CAPABILITY = re.compile(r"^(\d{1,2})\.(\d)([af]?)$")
 
 
-class ArchError(ValueError):
+class ArchError(InputError):
     """An entry that is neither a capability nor a known name; the message says which."""
 
 

@@ -17,7 +17,7 @@ from enum import Enum
 from pathlib import Path
 
 from basekit.errors import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE,  # noqa: F401
-                            InputError)
+                            InputError, exit_codes_epilog, run_command)
 
 
 class FailureKind(str, Enum):

@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+from basekit.errors import EXIT_FAILED, EXIT_OK, InputError, exit_codes_epilog
+
 DEFAULT_OUT = Path("third_device") / "torch_cuda"
 
 HELP = """Build the RFC's third_device/torch_cuda tree from a PyTorch checkout.
@@ -23,13 +25,15 @@ the complete new one. A second run on the same input changes nothing. Local work
 never lost silently: files tdev did not write (notes, a build directory) are kept in place;
 files edited since tdev wrote them stop the run (exit 1, listed) unless --discard-changes."""
 
-EPILOG = """exit codes:
-  0  extracted (or verified) successfully; items for review do not fail a run
-  1  --verify found missing, changed or unexpected files; or DIR holds files edited since tdev
-     wrote them (or files tdev did not write where the new tree puts one): nothing written
-  2  bad input: not a PyTorch tree, unreadable scan or layout, a layout/manifest path that
-     escapes its directory, an output directory tdev did not write (no valid MANIFEST.json of
-     tdev's), a file as DIR, a dirty or missing git checkout (--in-tree)
+EPILOG = exit_codes_epilog(
+    ok="extracted (or verified) successfully; items for review do not fail a run",
+    failed="--verify found missing, changed or unexpected files; or DIR holds files edited since "
+           "tdev wrote them (or files tdev did not write where the new tree puts one): nothing "
+           "written",
+    usage="bad input: not a PyTorch tree, unreadable scan or layout, a layout/manifest path "
+          "that escapes its directory, an output directory tdev did not write (no valid "
+          "MANIFEST.json of tdev's), a file as DIR, a dirty or missing git checkout "
+          "(--in-tree)") + """
 
 examples:
   tdev extract ~/src/pytorch --dry-run
@@ -60,70 +64,61 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tdev.cli.main import EXIT_FINDINGS, EXIT_OK, UserError
+    """Bad input propagates as an InputError (one line, exit 2, from tdev's main); local work
+    that would be lost is this run's finding (exit 1, listed)."""
+    from tdev.extract.localwork import LocalChanges
 
+    _check_options(args)
     if args.verify:
-        if args.root is not None or args.in_tree or args.dry_run:
-            raise UserError("--verify takes only --out (and --json)")
-        return _verify(args, EXIT_OK, EXIT_FINDINGS, UserError)
-    if args.root is None:
-        raise UserError("extract: PYTORCH_ROOT is required (or --verify)")
-    if args.in_tree and args.out is not None:
-        raise UserError("--in-tree writes PYTORCH_ROOT/third_device/torch_cuda; --out does not apply")
-    from tdev.extract.writer import LocalChanges, OutputError, preflight, write_tree
-    from basekit.fs import PathEscapeError
-
+        return _verify(args)
     try:  # everything that can refuse without a plan, before the slow work
-        layout = _preflight(args, preflight)
-        plan = _plan(args, layout, UserError)
-    except (OutputError, PathEscapeError) as e:
-        raise UserError(str(e)) from None
-    except LocalChanges as e:
-        return _refused(args, e, EXIT_FINDINGS)
-    if args.dry_run:
-        _emit(args, plan, None)
-        return EXIT_OK
-    if args.in_tree:
-        from tdev.extract.intree import InTreeError, extract_in_tree
-
-        try:
-            res = extract_in_tree(plan)
-        except InTreeError as e:
-            raise UserError(str(e)) from None
-        _emit(args, plan, res)
-        return EXIT_OK
-    try:
-        res = write_tree(plan, args.out or DEFAULT_OUT, discard_changes=args.discard_changes)
-    except (OutputError, PathEscapeError) as e:
-        raise UserError(str(e)) from None
-    except LocalChanges as e:
-        return _refused(args, e, EXIT_FINDINGS)
-    _emit(args, plan, res)
+        plan = _plan(args, _preflight(args))
+        if args.dry_run:
+            _emit(args, plan, None)
+            return EXIT_OK
+        _emit(args, plan, _write(args, plan))
+    except LocalChanges as e:  # the writer's refusal, carried as an exception: a finding
+        return _refused(args, e, EXIT_FAILED)
     return EXIT_OK
 
 
-def _preflight(args, preflight):
+def _check_options(args: argparse.Namespace) -> None:
+    if args.verify:
+        if args.root is not None or args.in_tree or args.dry_run:
+            raise InputError("--verify", "takes only --out (and --json)")
+    elif args.root is None:
+        raise InputError("extract", "PYTORCH_ROOT is required (or --verify)")
+    elif args.in_tree and args.out is not None:
+        raise InputError("--in-tree", "writes PYTORCH_ROOT/third_device/torch_cuda; --out does "
+                         "not apply")
+
+
+def _write(args: argparse.Namespace, plan):
+    if args.in_tree:
+        from tdev.extract.intree import extract_in_tree
+
+        return extract_in_tree(plan)
+    from tdev.extract.writer import write_tree
+
+    return write_tree(plan, args.out or DEFAULT_OUT, discard_changes=args.discard_changes)
+
+
+def _preflight(args):
     """Refuse what needs no plan at once (the scan and plan take seconds): the root, the layout,
     an output tdev may not replace or one with edited files, a checkout --in-tree cannot use.
     Returns the layout."""
-    from tdev.cli.main import UserError
-    from tdev.extract.layout import LayoutError, load_layout
-    from tdev.scan.scanner import ScanInputError, check_root
+    from tdev.extract.layout import load_layout
+    from tdev.scan.scanner import check_root
 
-    try:
-        check_root(args.root)
-        layout = load_layout(args.layout)
-    except (LayoutError, ScanInputError) as e:
-        raise UserError(str(e)) from None
+    check_root(args.root)
+    layout = load_layout(args.layout)
     if args.in_tree:
-        from tdev.extract.intree import InTreeError
         from tdev.extract.intree import preflight as in_tree_preflight
 
-        try:
-            in_tree_preflight(args.root)
-        except InTreeError as e:
-            raise UserError(str(e)) from None
+        in_tree_preflight(args.root)
     elif not args.dry_run:
+        from tdev.extract.writer import preflight
+
         preflight(args.out or DEFAULT_OUT, args.discard_changes)
     return layout
 
@@ -148,38 +143,25 @@ def _shown(text: str) -> str:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _plan(args, layout, UserError):
+def _plan(args, layout):
     from tdev.cli.progress import Progress, StagedProgress
-    from tdev.extract.layout import LayoutError
     from tdev.extract.plan import make_plan
-    from tdev.scan.model import ScanResult
-    from tdev.scan.scanner import ScanInputError, check_root, scan
+    from tdev.scan.scanfile import read_scan
+    from tdev.scan.scanner import check_root, scan
 
+    root = check_root(args.root)
+    if args.scan is not None:
+        result = read_scan(args.scan)
+    else:
+        bar = Progress("scanning")
+        result = scan(root, jobs=args.jobs, progress=bar)
+        bar.close()
+    planning = StagedProgress("planning")
     try:
-        root = check_root(args.root)
-        if args.scan is not None:
-            from basekit.docread import BadInput, load_json
-
-            try:  # through docread: a FIFO, a huge or deeply nested file is bad input too
-                doc = load_json(args.scan, what="the scan")
-            except BadInput as e:
-                raise UserError(f"{e.where}: cannot use this scan ({e.problem})") from None
-            try:
-                result = ScanResult.from_json(doc)
-            except (ValueError, KeyError, TypeError, AttributeError) as e:
-                raise UserError(f"{args.scan}: cannot use this scan ({e})") from None
-        else:
-            bar = Progress("scanning")
-            result = scan(root, jobs=args.jobs, progress=bar)
-            bar.close()
-        planning = StagedProgress("planning")
-        try:
-            return make_plan(root, result, layout, jobs=args.jobs, exclude=_inside(root, args),
-                             progress=planning.stage)
-        finally:
-            planning.close()
-    except (LayoutError, ScanInputError) as e:
-        raise UserError(str(e)) from None
+        return make_plan(root, result, layout, jobs=args.jobs, exclude=_inside(root, args),
+                         progress=planning.stage)
+    finally:
+        planning.close()
 
 
 def _inside(root: Path, args) -> tuple[str, ...]:
@@ -200,14 +182,11 @@ def _inside(root: Path, args) -> tuple[str, ...]:
     return tuple(f for f in found if f != ".")
 
 
-def _verify(args, EXIT_OK, EXIT_FINDINGS, UserError) -> int:
-    from tdev.extract.manifest import ManifestError, verify
+def _verify(args) -> int:
+    from tdev.extract.manifest import verify
 
     out = args.out or DEFAULT_OUT
-    try:
-        res = verify(out)
-    except ManifestError as e:
-        raise UserError(str(e)) from None
+    res = verify(out)
     if args.json:
         json.dump(res.to_json(), sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -221,7 +200,7 @@ def _verify(args, EXIT_OK, EXIT_FINDINGS, UserError) -> int:
         verdict = "OK" if res.ok else "FAILED"
         print(f"{out}: {verdict}: {res.checked} files match the manifest, {len(res.missing)} missing, "
               f"{len(res.changed)} changed, {len(res.unexpected)} unexpected")
-    return EXIT_OK if res.ok else EXIT_FINDINGS
+    return EXIT_OK if res.ok else EXIT_FAILED
 
 
 def _emit(args, plan, res) -> None:

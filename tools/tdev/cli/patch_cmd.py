@@ -5,7 +5,7 @@ import argparse
 import os
 import sys
 
-from tdev.cli.main import EXIT_FINDINGS, EXIT_OK, UserError
+from basekit.errors import EXIT_FAILED, EXIT_OK, InputError, exit_codes_epilog
 
 DESCRIPTION = """\
 Apply, verify and maintain a series of patches to a PyTorch source tree: the changes the
@@ -17,10 +17,10 @@ directory of git format-patch files). Each patch is a unified diff with a header
 apply and unapply change the tree all-or-nothing (journal + atomic renames, a lock file
 .tdev-patch.lock); verify and status never write to it."""
 
-EXIT_CODES = """\
-exit codes: 0 success, 1 a patch does not apply / conflicts / tree locked,
-            2 bad input (missing series file, malformed patch, not a PyTorch tree, damaged
-              tdev state in the tree), 130 interrupted"""
+EXIT_CODES = exit_codes_epilog(
+    failed="a patch does not apply / conflicts / tree locked",
+    usage="bad input (missing series file, malformed patch, not a PyTorch tree, damaged tdev "
+          "state in the tree)")
 
 EXAMPLES = {
     "verify": "tdev patch verify --torch-src ~/pytorch --junit patches.xml",
@@ -102,20 +102,19 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tdev.patch.diff import PatchFormatError
-    from tdev.patch.tree import LockBusy, PathRefused
+    """Bad input propagates (an InputError: one line, exit 2, from tdev's main); a lock held by
+    another run and a file system error are this run's failure (exit 1)."""
+    from tdev.patch.tree import LockBusy
 
     try:
         return _dispatch(args)
-    except (PatchFormatError, PathRefused) as e:
-        raise UserError(str(e)) from None
-    except LockBusy as e:
+    except LockBusy as e:  # another run holds the tree: a finding, not bad input
         print(f"tdev: {e}", file=sys.stderr)
-        return EXIT_FINDINGS
-    except OSError as e:
+        return EXIT_FAILED
+    except OSError as e:  # the disk refused a read or write mid-run: the run failed
         where = f"{e.filename}: " if e.filename else ""
         print(f"tdev: {where}{e.strerror or e}", file=sys.stderr)
-        return EXIT_FINDINGS
+        return EXIT_FAILED
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -123,12 +122,12 @@ def _dispatch(args: argparse.Namespace) -> int:
 
     action, series, src = args.patch_action, args.series, args.torch_src
     if getattr(args, "fuzz", 0) < 0 or args.wait < 0:
-        raise UserError("--fuzz and --wait take a number of 0 or more")
+        raise InputError("--fuzz, --wait", "take a number of 0 or more")
     if action in WRITES_SERIES and series is None:
-        raise UserError(f"patch {action} writes a series: name it with --series DIR")
+        raise InputError(f"patch {action} writes a series: name it with --series DIR")
     junit = getattr(args, "junit", None)
     if junit and not os.path.isdir(os.path.dirname(os.path.abspath(junit))):
-        raise UserError(f"{os.path.dirname(junit) or '.'}: no such directory (--junit)")
+        raise InputError(os.path.dirname(junit) or ".", "no such directory (--junit)")
     if action in ("verify", "status"):
         result = ops.check(series, src, command=action, fuzz=args.fuzz, wait=args.wait)
         if action == "verify" and args.junit:
@@ -160,4 +159,4 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(report.port_text(result))
     else:
         print(report.series_text(result))
-    return EXIT_OK if result.ok else EXIT_FINDINGS
+    return EXIT_OK if result.ok else EXIT_FAILED

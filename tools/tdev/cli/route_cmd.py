@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from basekit.errors import EXIT_FAILED, EXIT_OK, InputError, exit_codes_epilog
+
 HELP = """Measure the routes of a device package made by `tdev scaffold` and write its backends.conf.
 
   tune    route each operator of the cases to each backend in turn, time it on the device
@@ -17,10 +19,11 @@ HELP = """Measure the routes of a device package made by `tdev scaffold` and wri
 
 Run it with the Python that has the package installed (it is imported in this process)."""
 
-EPILOG = """exit codes:
-  0  done (tune: every operator has a route)
-  1  tune: some operator ran on no backend (see the notes); the others were written
-  2  bad input: package not importable or without a device, bad cases file, unknown backend
+EPILOG = exit_codes_epilog(
+    ok="done (tune: every operator has a route)",
+    failed="tune: some operator ran on no backend (see the notes); the others were written",
+    usage="bad input: package not importable or without a device, bad cases file, unknown "
+          "backend") + """
 
 examples:
   tdev route tune --package torch_nvgpu --out backends.conf
@@ -71,31 +74,27 @@ def _split(text: str | None) -> list[str]:
 
 
 def run_tune(args: argparse.Namespace) -> int:
-    from tdev.cli.main import EXIT_FINDINGS, EXIT_OK, UserError
-    from tdev.route.cases import CaseError, load_cases
+    from tdev.route.cases import load_cases
     from tdev.route.report import format_table, notes
-    from tdev.route.tune import TuneError, tune, write_conf
+    from tdev.route.tune import tune, write_conf
 
+    cases = load_cases(args.shapes)
+    if args.ops:
+        wanted = _split(args.ops)
+        cases = [c for c in cases if c.op in wanted]
+        missing = sorted(set(wanted) - {c.op for c in cases})
+        if missing:
+            raise InputError(args.shapes or "default shapes", f"no case for {', '.join(missing)}")
+    progress = None if args.json else (
+        lambda m: print(f"  {m.case.op:<22} {m.backend:<9} "
+                        f"{f'{m.timing.median_us:.1f} us' if m.timing else m.error}",
+                        file=sys.stderr, flush=True))
     try:
-        cases = load_cases(args.shapes)
-        if args.ops:
-            wanted = _split(args.ops)
-            cases = [c for c in cases if c.op in wanted]
-            missing = sorted(set(wanted) - {c.op for c in cases})
-            if missing:
-                raise UserError(f"{args.shapes or 'default shapes'}: no case for "
-                                f"{', '.join(missing)}")
-        progress = None if args.json else (
-            lambda m: print(f"  {m.case.op:<22} {m.backend:<9} "
-                            f"{f'{m.timing.median_us:.1f} us' if m.timing else m.error}",
-                            file=sys.stderr, flush=True))
         result = tune(args.package, cases, tuple(_split(args.backends)), repeat=args.repeat,
                       warmup=args.warmup, timer=args.timer, batch_ms=args.batch_ms,
                       rounds=args.rounds, progress=progress)
-    except (CaseError, TuneError) as e:
-        raise UserError(str(e)) from None
-    except RuntimeError as e:  # the device cannot time with the requested timer
-        raise UserError(f"{args.package}: {e}") from None
+    except RuntimeError as e:  # DeviceClock: the device cannot time with the requested timer
+        raise InputError(args.package, str(e)) from None  # (to move into tune(): its owner)
     if args.out:
         write_conf(result, args.out, args.include)
     if args.json:
@@ -110,22 +109,18 @@ def run_tune(args: argparse.Namespace) -> int:
             print(f"note: {line}")
         if args.out:
             print(f"wrote {args.out}")
-    return EXIT_OK if result.ok else EXIT_FINDINGS
+    return EXIT_OK if result.ok else EXIT_FAILED
 
 
 def run_record(args: argparse.Namespace) -> int:
-    from tdev.cli.main import EXIT_OK, UserError
     from basekit.fs import atomic_write_text
     from tdev.route.cases import dump_cases
-    from tdev.route.record import RecordError, load_callable, record
-    from tdev.route.tune import TuneError, load_package
+    from tdev.route.record import load_callable, record
+    from tdev.route.tune import load_package
 
-    try:
-        pkg = load_package(args.package)
-        fn = load_callable(args.model)
-        result = record(lambda: fn(pkg.DEVICE), pkg.DEVICE, tuple(pkg.routing.CORE_OPS))
-    except (RecordError, TuneError) as e:
-        raise UserError(str(e)) from None
+    pkg = load_package(args.package)
+    fn = load_callable(args.model)
+    result = record(lambda: fn(pkg.DEVICE), pkg.DEVICE, tuple(pkg.routing.CORE_OPS))
     atomic_write_text(args.out, dump_cases(result.cases, f"recorded by `tdev route record "
                                            f"--model {args.model}` on {pkg.DEVICE}"))
     if args.json:

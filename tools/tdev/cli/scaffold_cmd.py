@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+from basekit.errors import EXIT_FAILED, EXIT_OK, InputError, exit_codes_epilog
+
 HELP = """Generate a PyTorch device package (PrivateUse1) for one vendor profile.
 
 The package is laid out like third_device/torch_cuda: csrc/runtime (a hardware abstraction
@@ -15,11 +17,12 @@ csrc/pybinding and the Python package (device module, backends.conf operator rou
 FlagGems / vendor / CPU), plus pytest tests. Vendor profiles are YAML files in
 templates/vendors (sim, cuda, metax, ascend); a new chip is a new file."""
 
-EPILOG = """exit codes:
-  0  generated or updated (and --check passed)
-  1  --check found errors, or --update left conflicts (named; see each FILE.conflict)
-  2  bad input: unknown vendor, malformed profile, invalid --name/--device, target not empty,
-     --force on a package with edited or added files (named; see --discard-changes)
+EPILOG = exit_codes_epilog(
+    ok="generated or updated (and --check passed)",
+    failed="--check found errors, or --update left conflicts (named; see each FILE.conflict)",
+    usage="bad input: unknown vendor, malformed profile, invalid --name/--device, target not "
+          "empty, --force on a package with edited or added files (named; see "
+          "--discard-changes)") + """
 
 examples:
   tdev scaffold --vendor sim --out /tmp/torch_sim
@@ -61,16 +64,15 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tdev.cli.main import EXIT_FINDINGS, EXIT_OK, UserError
-    from tdev.scaffold.profiles import ProfileError, available_vendors, load_profile
-    from tdev.scaffold.scaffold import ScaffoldError, scaffold
+    from tdev.scaffold.profiles import available_vendors, load_profile
+    from tdev.scaffold.scaffold import scaffold
 
     if args.list_vendors:
         rows = []
         for name, path in available_vendors().items():
             try:
                 rows.append((name, load_profile(name).description))
-            except ProfileError as e:
+            except InputError as e:  # listed as invalid; the others are still listed
                 rows.append((name, f"INVALID: {e}"))
         if args.json:
             json.dump(dict(rows), sys.stdout, indent=1)
@@ -82,12 +84,9 @@ def run(args: argparse.Namespace) -> int:
     if args.update is not None:
         return _update(args)
     if not args.vendor:
-        raise UserError("scaffold: --vendor is required (see --list-vendors)")
-    try:
-        result = scaffold(args.vendor, out=args.out, name=args.name, device=args.device,
-                          force=args.force, discard_changes=args.discard_changes)
-    except ScaffoldError as e:
-        raise UserError(str(e)) from None
+        raise InputError("scaffold", "--vendor is required (see --list-vendors)")
+    result = scaffold(args.vendor, out=args.out, name=args.name, device=args.device,
+                      force=args.force, discard_changes=args.discard_changes)
     report = result.to_json()
     check = _check(args, result.out, report)
     if not args.json:
@@ -102,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         for step in next_steps(result.out):
             print(f"  {step}")
     _print_check(args, check, report)
-    return EXIT_FINDINGS if check is not None and not check.ok else EXIT_OK
+    return EXIT_FAILED if check is not None and not check.ok else EXIT_OK
 
 
 UPDATE_LINES = (("updated", "updated"), ("merged", "merged with your edits"),
@@ -112,20 +111,15 @@ UPDATE_LINES = (("updated", "updated"), ("merged", "merged with your edits"),
 
 
 def _update(args: argparse.Namespace) -> int:
-    from tdev.cli.main import EXIT_FINDINGS, EXIT_OK, UserError
-    from tdev.scaffold.scaffold import ScaffoldError
     from tdev.scaffold.update import update
 
     given = [flag for flag, value in (("--out", args.out), ("--name", args.name),
                                       ("--device", args.device), ("--force", args.force),
                                       ("--discard-changes", args.discard_changes)) if value]
     if given:
-        raise UserError(f"scaffold: --update takes the package's names from its marker; "
-                        f"{', '.join(given)} does not apply")
-    try:
-        result = update(args.update, vendor=args.vendor)
-    except ScaffoldError as e:
-        raise UserError(str(e)) from None
+        raise InputError("scaffold", f"--update takes the package's names from its marker; "
+                         f"{', '.join(given)} does not apply")
+    result = update(args.update, vendor=args.vendor)
     report = result.to_json()
     check = _check(args, result.out, report)
     if not args.json:
@@ -143,22 +137,19 @@ def _update(args: argparse.Namespace) -> int:
                   + "; resolve them, then delete the .conflict files", file=sys.stderr)
     _print_check(args, check, report)
     failed = not result.ok or (check is not None and not check.ok)
-    return EXIT_FINDINGS if failed else EXIT_OK
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 def _check(args: argparse.Namespace, out: Path, report: dict):
     """The --check result for ``out`` (None without --check), also put in ``report``."""
     if not args.check:
         return None
-    from tdev.cli.main import UserError
     from tdev.cli.progress import Progress
-    from tdev.scaffold.check import CheckError, syntax_check
+    from tdev.scaffold.check import syntax_check
 
     bar = Progress("checking")
     try:
         check = syntax_check(out, jobs=args.jobs, progress=bar)
-    except CheckError as e:
-        raise UserError(str(e)) from None
     finally:
         bar.close()
     report["check"] = check.to_json()

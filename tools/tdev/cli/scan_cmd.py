@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+from basekit.errors import EXIT_FAILED, EXIT_OK, exit_codes_epilog
+
 HELP = """Classify every file of a PyTorch checkout and say why.
 
   cuda   the whole file is CUDA code (belongs in third_device/torch_cuda)
@@ -16,10 +18,11 @@ C/C++ preprocessor regions on USE_CUDA/__CUDACC__/..., CUDA-named code, and Pyth
 
 Re-scans reuse a cache keyed on each file's identity (size, mtime, inode) and the rules."""
 
-EPILOG = """exit codes:
-  0  scan completed (per-file warnings, if any, are reported but do not fail the scan)
-  1  --fail-on-warnings was given and some files could not be read or parsed
-  2  bad input: ROOT missing or not a PyTorch checkout, unreadable or invalid --rules file
+EPILOG = exit_codes_epilog(
+    ok="scan completed (per-file warnings, if any, are reported but do not fail the scan)",
+    failed="--fail-on-warnings was given and some files could not be read or parsed",
+    usage="bad input: ROOT missing or not a PyTorch checkout, unreadable or invalid --rules file",
+) + """
 
 examples:
   tdev scan ~/src/pytorch                 summary table
@@ -43,20 +46,16 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tdev.cli.main import EXIT_FINDINGS, EXIT_OK, UserError
     from tdev.cli.progress import Progress
-    from tdev.scan.rules import RulesError, load_rules
-    from tdev.scan.scanner import ScanInputError, scan
+    from tdev.scan.rules import load_rules
+    from tdev.scan.scanner import scan
 
     if hasattr(sys.stdout, "reconfigure"):  # file names that are not UTF-8 print as their bytes
         sys.stdout.reconfigure(errors="surrogateescape")
-    try:
-        rules = load_rules(args.rules)
-        bar = Progress("scanning")
-        result = scan(args.root, rules, jobs=args.jobs, use_cache=not args.no_cache, progress=bar)
-        bar.close()
-    except (ScanInputError, RulesError) as e:
-        raise UserError(str(e)) from None
+    rules = load_rules(args.rules)
+    bar = Progress("scanning")
+    result = scan(args.root, rules, jobs=args.jobs, use_cache=not args.no_cache, progress=bar)
+    bar.close()
     if args.kind:
         result.files = [f for f in result.files if f.kind == args.kind]
     if args.output:
@@ -72,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {w.path}: {w.message}", file=sys.stderr)
     if len(result.warnings) > 20 and not args.json:
         print(f"warning: ... and {len(result.warnings) - 20} more (see --json)", file=sys.stderr)
-    return EXIT_FINDINGS if args.fail_on_warnings and result.warnings else EXIT_OK
+    return EXIT_FAILED if args.fail_on_warnings and result.warnings else EXIT_OK
 
 
 def write_output(path: Path, text: str) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from basekit.errors import InputError
 from basekit.fs import atomic_write_bytes, safe_join
 
 from .layout import MANIFEST_NAME
@@ -28,7 +29,7 @@ IN_TREE_DIR = "third_device/torch_cuda"
 GIT_MV_BATCH = 200
 
 
-class InTreeError(ValueError):
+class InTreeError(InputError):
     """The checkout cannot take an in-tree extraction; nothing was changed."""
 
 

@@ -47,7 +47,7 @@ STATE_NAMES = ("journal", "journal.new", "journal.done", "base", "owners.json")
 FAULT_ENV = "TDEV_PATCH_FAULT"  # test hook: "kill:N" / "fail:N" after the N-th file write
 
 
-class PathRefused(ValueError):
+class PathRefused(BadInput):
     """A path from a patch that would leave the tree; the message is 'PATH: why'."""
 
 

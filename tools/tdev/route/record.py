@@ -18,11 +18,13 @@ from typing import Any, Callable
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from basekit.errors import InputError
+
 from .cases import Case
 
 
 
-class RecordError(ValueError):
+class RecordError(InputError):
     """The model to record cannot be loaded or run."""
 
 

@@ -23,6 +23,7 @@ from typing import Callable
 
 import torch
 
+from basekit.errors import InputError
 from basekit.fs import atomic_write_text
 
 from .cases import Case, aten_overload, make_args
@@ -31,7 +32,7 @@ from .timing import DeviceClock, Timing
 BACKENDS = ("vendor", "flaggems", "cpu")
 
 
-class TuneError(ValueError):
+class TuneError(InputError):
     """Cannot tune: the package cannot be imported, has no device, or the input is unusable."""
 
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from basekit.errors import InputError
+
 from .conformance import DeclaredSection, conformance_unit
 from .profiles import ProfileError, VendorProfile, parse_profile
 from .userwork import MarkerError, read_marker
@@ -29,7 +31,7 @@ from .userwork import MarkerError, read_marker
 CONFORMANCE_UNIT = "profile-declarations-vs-sdk.cpp"  # generated in a temporary directory
 
 
-class CheckError(ValueError):
+class CheckError(InputError):
     """The directory is not a scaffold output, or no compiler/torch to check with."""
 
 

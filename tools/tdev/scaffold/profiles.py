@@ -31,7 +31,7 @@ SIMULATOR_HEADER = "simrt/sim_runtime.h"
 MAX_PROFILE_BYTES = 4 * 1024 * 1024  # the shipped profiles are a few KB
 
 
-class ProfileError(ValueError):
+class ProfileError(BadInput):
     """A malformed vendor profile: ``<file>: <key>: <problem>``, on one line (a key may hold a
     line break)."""
 

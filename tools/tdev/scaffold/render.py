@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 import jinja2
 
+from basekit.errors import InputError
 from basekit.fs import Busy, PathEscapeError, dir_lock, replace_tree, safe_join
 
 from .userwork import (BASE, MARKER, SCHEMA, MarkerError, UserWork, carry_over, read_marker, sha256,
@@ -31,7 +32,7 @@ PATH_VAR = re.compile(r"__([a-z_]+?)__")
 SKIP = ("__pycache__", ".pyc")
 
 
-class RenderError(ValueError):
+class RenderError(InputError):
     """A template that cannot be rendered, or a target that must not be touched."""
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from basekit.errors import InputError
 from tdev import __version__
 
 from . import validate
@@ -39,7 +40,7 @@ CORE_OPS = (
 )
 
 
-class ScaffoldError(ValueError):
+class ScaffoldError(InputError):
     """Bad input for scaffold: one line naming what is wrong."""
 
 

@@ -40,7 +40,7 @@ MAX_NAMED = 12  # paths named in one refusal line
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 
 
-class MarkerError(ValueError):
+class MarkerError(BadInput):
     """The marker is missing or not one tdev wrote."""
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
+from basekit.errors import InputError
+
 from .cache import ScanCache, default_cache_dir
 from .classify import (build_evidence, classify, dir_evidence, file_name_evidence, file_name_evidence_possible,
                        sibling_sources)
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
     from .buildfiles import BuildEvidence
 
 
-class ScanInputError(ValueError):
+class ScanInputError(InputError):
     """The root cannot be scanned (missing, not a directory, not a PyTorch checkout)."""
 
 
