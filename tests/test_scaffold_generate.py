@@ -17,7 +17,7 @@ LAYOUT = ["setup.py", "pyproject.toml", "README.md",
           "csrc/runtime/Stream.cpp", "csrc/runtime/Event.cpp", "csrc/runtime/Guard.cpp",
           "csrc/runtime/DeviceAllocator.cpp",
           "csrc/runtime/HostAllocator.cpp",
-          "csrc/runtime/Hooks.cpp", "csrc/runtime/Random.h", "csrc/aten/Aten.h",
+          "csrc/runtime/Hooks.cpp", "csrc/runtime/Profiler.cpp", "csrc/runtime/Random.h", "csrc/aten/Aten.h",
           "csrc/aten/Ops.cpp", "csrc/aten/Copy.cpp", "csrc/aten/Fallback.cpp",
           "csrc/aten/Autocast.cpp", "csrc/pybinding/Module.cpp",
           "{pkg}/__init__.py", "{pkg}/_config.py", "{pkg}/routing.py", "{pkg}/backends.conf",
@@ -25,7 +25,8 @@ LAYOUT = ["setup.py", "pyproject.toml", "README.md",
           "{pkg}/device/random.py", "{pkg}/device/amp.py",
           "tests/conftest.py", "tests/test_device.py", "tests/test_copy.py",
           "tests/test_fallback.py", "tests/test_routing.py", "tests/test_streams.py",
-          "tests/test_memory.py", "tests/test_random.py", "tests/test_amp.py"]
+          "tests/test_memory.py", "tests/test_random.py", "tests/test_amp.py",
+          "tests/test_profiler.py"]
 
 
 @pytest.fixture(scope="module")
