@@ -19,13 +19,16 @@ LAYOUT = ["setup.py", "pyproject.toml", "README.md",
           "csrc/runtime/HostAllocator.cpp",
           "csrc/runtime/Hooks.cpp", "csrc/runtime/Profiler.cpp", "csrc/runtime/Random.h", "csrc/aten/Aten.h",
           "csrc/aten/Ops.cpp", "csrc/aten/Copy.cpp", "csrc/aten/Fallback.cpp",
-          "csrc/aten/Autocast.cpp", "csrc/pybinding/Module.cpp",
+          "csrc/aten/Autocast.cpp", "csrc/aten/Rnn.cpp", "csrc/aten/Quantized.cpp",
+          "csrc/aten/ShallowCopy.cpp", "csrc/pybinding/Module.cpp",
           "{pkg}/__init__.py", "{pkg}/_config.py", "{pkg}/routing.py", "{pkg}/backends.conf",
           "{pkg}/device/__init__.py", "{pkg}/device/streams.py", "{pkg}/device/memory.py",
           "{pkg}/device/random.py", "{pkg}/device/amp.py",
           "tests/conftest.py", "tests/test_device.py", "tests/test_copy.py",
           "tests/test_fallback.py", "tests/test_routing.py", "tests/test_streams.py",
           "tests/test_memory.py", "tests/test_random.py", "tests/test_amp.py",
+          "tests/test_rnn.py", "tests/test_quantized.py", "tests/test_runtime.py",
+          "tests/test_serialization.py", "tests/test_autocast_unsafe.py",
           "tests/test_profiler.py"]
 
 
