@@ -52,15 +52,15 @@ def open_tree(torch_src: Path | str, series: Series | None = None) -> Tree:
     try:
         tree = Tree(torch_src)
     except FileNotFoundError:
-        raise PatchFormatError(f"{torch_src}: no such directory (--torch-src)") from None
+        raise BadInput(torch_src, "no such directory (--torch-src)") from None
     if series is not None and not _holds_any(tree, series):
         from tdev.scan.scanner import ScanInputError, check_root  # only on this rare path
 
         try:
             check_root(Path(torch_src))
         except ScanInputError as e:
-            raise BadInput("", f"{e} (--torch-src), and it holds none of the files the series "
-                               f"{series.directory} changes") from None
+            raise BadInput(e.where, f"{e.problem} (--torch-src), and it holds none of the files "
+                           f"the series {series.directory} changes") from None
     return tree
 
 
