@@ -25,7 +25,7 @@ def test_help_documents_precedence_and_exit_codes():
                          capture_output=True, text=True)
     assert out.returncode == 0
     for text in ("--backend", "--launcher", "-D KEY=VALUE", "settings precedence",
-                 "exit codes:", "2   bad input"):
+                 "exit codes:", "2 bad input"):
         assert text in out.stdout
 
 

@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, InputError
+from .errors import EXIT_FAILED, EXIT_OK, InputError, exit_codes_epilog, run_command
 
 EPILOG = """settings precedence (lowest first):
   defaults < pyproject.toml [tool.wrapped-cmake] of the source directory
@@ -19,12 +19,10 @@ EPILOG = """settings precedence (lowest first):
   < command line (options, -C key=value, -D KEY=VALUE)
   `--explain` shows every value with the source that set it.
 
-exit codes:
-  0   success
-  1   the build failed: missing compiler, unsupported host compiler, torch mismatch,
-      CMake or compiler error (one message with the first error lines and the log path)
-  2   bad input: unknown setting, bad value, unknown backend, malformed profile
-  130 interrupted
+""" + exit_codes_epilog(
+    failed="the build failed: missing compiler, unsupported host compiler, torch mismatch, CMake "
+           "or compiler error (one message with the first error lines and the log path)",
+    usage="bad input: unknown setting, bad value, unknown backend, malformed profile") + """
 
 docs: docs/wrapped-cmake.md"""
 
@@ -90,16 +88,7 @@ def _project_options(p: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return int(args.func(args) or EXIT_OK)
-    except InputError as e:
-        print(f"wrapped-cmake: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("wrapped-cmake: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        return EXIT_OK
+    return run_command("wrapped-cmake", lambda: args.func(args))
 
 
 def cmd_env(args: argparse.Namespace) -> int:
