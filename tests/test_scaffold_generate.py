@@ -20,7 +20,8 @@ LAYOUT = ["setup.py", "pyproject.toml", "README.md",
           "csrc/runtime/Hooks.cpp", "csrc/runtime/Profiler.cpp", "csrc/runtime/Random.h", "csrc/aten/Aten.h",
           "csrc/aten/Ops.cpp", "csrc/aten/Copy.cpp", "csrc/aten/Fallback.cpp",
           "csrc/aten/Autocast.cpp", "csrc/aten/Rnn.cpp", "csrc/aten/Quantized.cpp",
-          "csrc/aten/ShallowCopy.cpp", "csrc/pybinding/Module.cpp",
+          "csrc/aten/ShallowCopy.cpp", "csrc/aten/Attention.cpp",
+          "csrc/pybinding/Module.cpp",
           "{pkg}/__init__.py", "{pkg}/_config.py", "{pkg}/routing.py", "{pkg}/backends.conf",
           "{pkg}/device/__init__.py", "{pkg}/device/streams.py", "{pkg}/device/memory.py",
           "{pkg}/device/random.py", "{pkg}/device/amp.py",
@@ -29,7 +30,7 @@ LAYOUT = ["setup.py", "pyproject.toml", "README.md",
           "tests/test_memory.py", "tests/test_random.py", "tests/test_amp.py",
           "tests/test_rnn.py", "tests/test_quantized.py", "tests/test_runtime.py",
           "tests/test_serialization.py", "tests/test_autocast_unsafe.py",
-          "tests/test_profiler.py"]
+          "tests/test_profiler.py", "tests/test_sdpa.py", "{pkg}/attention.py"]
 
 
 @pytest.fixture(scope="module")
