@@ -31,8 +31,6 @@ CAUGHT_IN_COMMANDS = {
                                         "by the writer: not bad input",
     ("patch_cmd.py", "LockBusy"): "another run holds the tree: exit 1, not bad input",
     ("patch_cmd.py", "OSError"): "the disk refused mid-run: the run failed (exit 1)",
-    ("route_cmd.py", "RuntimeError"): "DeviceClock cannot time with the requested timer; to "
-                                      "move into tdev.route.tune (raise TuneError there)",
     ("scaffold_cmd.py", "InputError"): "--list-vendors lists an invalid profile as INVALID",
     ("extract_cmd.py", "UnicodeEncodeError"): "_shown: a lone surrogate printed as an escape",
     ("extract_cmd.py", "ValueError"): "_inside: Path.relative_to, the output is not in the tree",

@@ -89,12 +89,9 @@ def run_tune(args: argparse.Namespace) -> int:
         lambda m: print(f"  {m.case.op:<22} {m.backend:<9} "
                         f"{f'{m.timing.median_us:.1f} us' if m.timing else m.error}",
                         file=sys.stderr, flush=True))
-    try:
-        result = tune(args.package, cases, tuple(_split(args.backends)), repeat=args.repeat,
-                      warmup=args.warmup, timer=args.timer, batch_ms=args.batch_ms,
-                      rounds=args.rounds, progress=progress)
-    except RuntimeError as e:  # DeviceClock: the device cannot time with the requested timer
-        raise InputError(args.package, str(e)) from None  # (to move into tune(): its owner)
+    result = tune(args.package, cases, tuple(_split(args.backends)), repeat=args.repeat,
+                  warmup=args.warmup, timer=args.timer, batch_ms=args.batch_ms,
+                  rounds=args.rounds, progress=progress)
     if args.out:
         write_conf(result, args.out, args.include)
     if args.json:

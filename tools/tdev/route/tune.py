@@ -137,7 +137,10 @@ def tune(package: str, cases: list[Case], backends: tuple[str, ...] = ("vendor",
         aten_overload(case.op)  # unknown operators fail before anything is measured
         if case.op in pkg.routing.CORE_OPS:
             raise TuneError(f"{case.op}: implemented by the device itself, not routable")
-    clock = DeviceClock(device, method=timer, batch_ms=batch_ms)
+    try:
+        clock = DeviceClock(device, method=timer, batch_ms=batch_ms)
+    except RuntimeError as e:  # the device cannot time with the requested timer
+        raise TuneError(f"{package}: {e}") from None
     result = TuneResult(package, str(device), torch.__version__, clock.method, repeat)
     routing = pkg.routing
     available = {op: routing.available_backends(op) for op in dict.fromkeys(c.op for c in cases)}
