@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from basekit.docread import BadInput
 from wrapped_cmake.errors import EXIT_FAILED, EXIT_OK, InputError
 from wrapped_cmake.settings import Settings
 from wrapped_cmake.sources import SourceRequest
@@ -32,10 +31,8 @@ class TorchCudaSource:
         return is_standalone_source(source)
 
     def run(self, request: SourceRequest) -> int:
-        try:
-            return cmd_standalone(request.args, standalone_settings(request.settings), request.echo)
-        except BadInput as e:  # tdev's readers (the manifest, version.txt): one line, exit 2
-            raise InputError(e.where, e.problem) from None
+        # tdev's readers raise basekit's InputError too: wrapped-cmake prints it as one line
+        return cmd_standalone(request.args, standalone_settings(request.settings), request.echo)
 
 
 SOURCE = TorchCudaSource()

@@ -26,7 +26,7 @@ from basekit.errors import InputError
 
 from .conformance import DeclaredSection, conformance_unit
 from .profiles import ProfileError, VendorProfile, parse_profile
-from .userwork import MarkerError, read_marker
+from .userwork import read_marker
 
 CONFORMANCE_UNIT = "profile-declarations-vs-sdk.cpp"  # generated in a temporary directory
 
@@ -84,10 +84,7 @@ def syntax_check(package_dir: Path, jobs: int = 2, declared_only: bool = False,
     SDK or the simulator is available. ``progress(done, total)`` is called as units finish."""
     env = dict(os.environ if env is None else env)
     package_dir = Path(package_dir).resolve()
-    try:
-        info = read_marker(package_dir).info
-    except MarkerError as e:
-        raise CheckError(str(e)) from None
+    info = read_marker(package_dir).info
     cxx = compiler or env.get("CXX") or "g++"
     if shutil.which(cxx) is None:
         raise CheckError(f"{cxx}: C++ compiler not found (set CXX)")

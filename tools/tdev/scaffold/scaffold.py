@@ -20,8 +20,8 @@ from tdev import __version__
 
 from . import validate
 from .context import ScaffoldContext, make_context
-from .profiles import ProfileError, VendorProfile, load_profile
-from .render import RenderError, RenderResult, render_files, render_tree
+from .profiles import VendorProfile, load_profile
+from .render import RenderResult, render_files, render_tree
 from .userwork import canonical_json, sha256
 
 MAX_PACKAGE_CHARS = 64  # a directory, a C++ namespace and an environment-variable prefix
@@ -90,18 +90,12 @@ class Prepared:
     marker: Mapping[str, Any]
 
     def render(self, root: Path) -> dict[str, bytes]:
-        try:
-            return render_files(root, self.context, self.path_vars)
-        except RenderError as e:
-            raise ScaffoldError(str(e)) from None
+        return render_files(root, self.context, self.path_vars)
 
 
 def prepare(vendor: str, name: str | None = None, device: str | None = None) -> Prepared:
     """Loads the profile and validates ``name``/``device`` (the profile's when None)."""
-    try:
-        profile = load_profile(vendor)
-    except ProfileError as e:
-        raise ScaffoldError(str(e)) from None
+    profile = load_profile(vendor)
     package = _option("name", name, validate.package_name, profile.package)
     dev = _option("device", device, validate.device_name, profile.device)
     if len(package) > MAX_PACKAGE_CHARS:
@@ -126,12 +120,9 @@ def scaffold(vendor: str, out: Path | None = None, name: str | None = None,
         raise ScaffoldError("--discard-changes only applies with --force")
     prep = prepare(vendor, name, device)
     out = Path(out) if out is not None else Path(prep.package)
-    try:
-        result: RenderResult = render_tree(template_root(), prep.context, out,
-                                           path_vars=prep.path_vars, force=force,
-                                           marker=prep.marker, discard_changes=discard_changes)
-    except RenderError as e:
-        raise ScaffoldError(str(e)) from None
+    result: RenderResult = render_tree(template_root(), prep.context, out,
+                                       path_vars=prep.path_vars, force=force,
+                                       marker=prep.marker, discard_changes=discard_changes)
     return ScaffoldResult(out=result.out, vendor=prep.profile.vendor, profile=prep.profile.path,
                           package=prep.package, device=prep.device, files=result.files,
                           replaced=result.replaced, discarded=result.discarded,

@@ -25,14 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from basekit.docread import BadInput, read_regular
+from basekit.docread import read_regular
 from basekit.fs import PathEscapeError, safe_join
 from tdev.patch.merge import Conflict, diff3_region, merge3
 
 from .profiles import available_vendors
 from .render import marker_info, write_package
 from .scaffold import ScaffoldError, prepare, template_root
-from .userwork import MARKER, Marker, MarkerError, added_paths, base_of, read_marker
+from .userwork import MARKER, Marker, added_paths, base_of, read_marker
 
 CONFLICT_SUFFIX = ".conflict"
 
@@ -181,10 +181,7 @@ def _read_marker(out: Path) -> Marker:
     if not out.is_dir() or out.is_symlink():
         raise ScaffoldError(f"{out}: not a directory (--update takes a package tdev scaffold "
                             "wrote)")
-    try:
-        return read_marker(out)
-    except MarkerError as e:
-        raise ScaffoldError(str(e)) from None
+    return read_marker(out)
 
 
 def _refuse_pending(out: Path, marker: Marker) -> None:
@@ -222,10 +219,7 @@ def _read_yours(out: Path, rel: str) -> bytes | None:
     if not stat.S_ISREG(st.st_mode):
         raise ScaffoldError(f"{path}: not a regular file; --update merges files (put the file "
                             "back, or move it away)")
-    try:
-        return read_regular(path, what="package file")
-    except BadInput as e:
-        raise ScaffoldError(str(e)) from None
+    return read_regular(path, what="package file")
 
 
 def _profile_of(out: Path, info: Mapping[str, Any]) -> str:
