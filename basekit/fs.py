@@ -144,14 +144,6 @@ def _keep_owner(fd: int, path: str) -> None:
             pass
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    write_atomic(path, data)
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    write_atomic(path, text)
-
-
 # --- trees -----------------------------------------------------------------------------------
 
 def tree_slots(target: Path) -> tuple[Path, Path]:

@@ -89,7 +89,7 @@ def test_in_tree_rolls_back_on_failure(checkout, monkeypatch):
     def boom(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(intree, "atomic_write_bytes", boom)  # after the git mv, before the commit
+    monkeypatch.setattr(intree, "write_atomic", boom)  # after the git mv, before the commit
     with pytest.raises(OSError, match="disk full"):
         intree.extract_in_tree(plan)
     assert repo.head.commit.hexsha == base

@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 from .errors import InputError
-from .presets import write_atomic
+from basekit.fs import write_atomic
 
 MARKER = Path(".wrapped-cmake") / "build-dir.json"
 _TOOL = "wrapped-cmake"

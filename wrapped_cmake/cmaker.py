@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
+from basekit.fs import write_atomic
+
 from .builddir import claim, remove as remove_build_dir
 from .errors import BuildFailed, Failure, FailureKind, InputError
 from .logparse import classify, cmake_error_block, compile_error_lines, host_compiler_in_log
-from .presets import (link_compile_commands, preset_name, unlink_compile_commands,
-                      write_atomic, write_presets)
+from .presets import link_compile_commands, preset_name, unlink_compile_commands, write_presets
 from .profile import Profile, load_profile
 from .settings import Settings
 from .toolchain import file_identity, resolve_toolchain, torch_cmake_prefix

@@ -21,7 +21,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wrapped_cmake.presets import write_atomic
+from basekit.fs import write_atomic
 
 TIMES_FILE = Path(".wrapped-cmake") / "unit-times.json"
 # Seconds of CPU time (user + sys) per unit before this build directory has measured any.

@@ -33,7 +33,7 @@ from tdev.patch.engine import classify
 from tdev.patch.meta import version_matches
 from tdev.patch.series import load_series
 from wrapped_cmake.errors import InputError
-from wrapped_cmake.presets import write_atomic
+from basekit.fs import write_atomic
 
 STAGE1_DIRS = ("c10",)
 STAGE1_SKIP = ("c10/cuda/", "c10/hip/", "c10/xpu/")

@@ -110,7 +110,7 @@ def run_tune(args: argparse.Namespace) -> int:
 
 
 def run_record(args: argparse.Namespace) -> int:
-    from basekit.fs import atomic_write_text
+    from basekit.fs import write_atomic
     from tdev.route.cases import dump_cases
     from tdev.route.record import load_callable, record
     from tdev.route.tune import load_package
@@ -118,7 +118,7 @@ def run_record(args: argparse.Namespace) -> int:
     pkg = load_package(args.package)
     fn = load_callable(args.model)
     result = record(lambda: fn(pkg.DEVICE), pkg.DEVICE, tuple(pkg.routing.CORE_OPS))
-    atomic_write_text(args.out, dump_cases(result.cases, f"recorded by `tdev route record "
+    write_atomic(args.out, dump_cases(result.cases, f"recorded by `tdev route record "
                                            f"--model {args.model}` on {pkg.DEVICE}"))
     if args.json:
         json.dump(dict(result.to_json(), written=str(args.out)), sys.stdout, indent=1)

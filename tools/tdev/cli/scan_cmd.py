@@ -76,9 +76,9 @@ def run(args: argparse.Namespace) -> int:
 
 def write_output(path: Path, text: str) -> None:
     """Write ``text`` atomically, with the mode any new file gets (0666 less the umask)."""
-    from basekit.fs import atomic_write_text
+    from basekit.fs import write_atomic
 
-    atomic_write_text(path, text)
+    write_atomic(path, text)
 
 
 def render_summary(result) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from basekit.errors import InputError
-from basekit.fs import atomic_write_bytes, safe_join
+from basekit.fs import write_atomic, safe_join
 
 from .layout import MANIFEST_NAME
 from .plan import ExtractionPlan
@@ -107,10 +107,10 @@ def extract_in_tree(plan: ExtractionPlan) -> InTreeResult:
         for dest in written:
             b, exe = data[dest]
             path = safe_join(out, dest)
-            atomic_write_bytes(path, b)
+            write_atomic(path, b)
             if exe:
                 os.chmod(path, 0o755)
-        atomic_write_bytes(out / MANIFEST_NAME, manifest_bytes(plan, entries, out))
+        write_atomic(out / MANIFEST_NAME, manifest_bytes(plan, entries, out))
         repo.git.add("-f", "--", IN_TREE_DIR)
         message = commit_message(plan)
         commit = repo.index.commit(message, skip_hooks=True)

@@ -24,7 +24,7 @@ from typing import Callable
 import torch
 
 from basekit.errors import InputError
-from basekit.fs import atomic_write_text
+from basekit.fs import write_atomic
 
 from .cases import Case, aten_overload, make_args
 from .timing import DeviceClock, Timing
@@ -211,5 +211,5 @@ def choose(op: str, measurements: list[Measurement]) -> Choice:
 
 def write_conf(result: TuneResult, path: Path | str, include: str | None = None) -> Path:
     path = Path(path)
-    atomic_write_text(path, result.conf_text(include))
+    write_atomic(path, result.conf_text(include))
     return path
