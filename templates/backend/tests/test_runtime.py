@@ -1,5 +1,11 @@
 """Device runtime behaviour that torch itself relies on: `tensor.data = other` across the CPU and
-the device, and `module.to(device)` moving Parameters in place (as for CUDA)."""
+the device, `module.to(device)` moving Parameters in place (as for CUDA), device properties and
+capability, init(), and a forked child's clear error."""
+import os
+import subprocess
+import sys
+
+import pytest
 import torch
 
 from conftest import DEVICE
@@ -33,3 +39,61 @@ def test_module_to_device_keeps_parameter_objects_and_their_grads_work():
     assert weight.grad is not None and weight.grad.device.type == DEVICE
     model.to("cpu")
     assert model.weight is weight and weight.device.type == "cpu"
+
+
+def test_device_properties_and_capability():
+    module = getattr(torch, DEVICE)
+    props = module.get_device_properties(0)
+    assert props.index == 0 and props.name == f"{DEVICE}:0"
+    assert props.total_memory == module.mem_get_info(0)[1] > 0
+    assert module.get_device_capability() == (props.major, props.minor)
+    assert module.get_device_capability(f"{DEVICE}:0") == module.get_device_capability(0)
+    with pytest.raises(ValueError, match="invalid device index"):
+        module.get_device_properties(module.device_count())
+    with pytest.raises(ValueError, match=f"expected a {DEVICE} device"):
+        module.get_device_capability("cpu")
+    module.init()
+    assert not module._is_in_bad_fork()
+
+
+FORKED_CHILD = """
+import os, sys, torch
+torch.ones(2, device="{device}").sum().item()  # the parent uses the device
+pid = os.fork()
+if pid == 0:
+    errors = []
+    for touch in (lambda: torch.ones(2, device="{device}"),
+                  lambda: torch.zeros(2).to("{device}"),
+                  lambda: getattr(torch, "{device}").synchronize(),
+                  lambda: getattr(torch, "{device}").init()):
+        try:
+            touch()
+            errors.append("no error")
+        except RuntimeError as e:
+            errors.append(str(e).splitlines()[0])
+    print("bad fork:", getattr(torch, "{device}")._is_in_bad_fork())
+    print("\\n".join(errors), flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+print("parent still works:", torch.ones(2, device="{device}").sum().item())
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_gets_a_clear_error_not_a_hang():
+    p = subprocess.run([sys.executable, "-c", FORKED_CHILD.format(device=DEVICE)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0] == "bad fork: True"
+    for line in lines[1:5]:
+        assert line.startswith(f"Cannot re-initialize {DEVICE} in forked subprocess"), line
+    assert lines[5] == "parent still works: 2.0"
+
+
+def test_a_child_forked_before_the_device_was_used_may_use_it():
+    code = FORKED_CHILD.replace('torch.ones(2, device="{device}").sum().item()  #', "#")
+    p = subprocess.run([sys.executable, "-c", code.format(device=DEVICE)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[:2] == ["bad fork: False", "no error"]

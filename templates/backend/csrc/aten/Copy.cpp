@@ -7,6 +7,7 @@
 #include <c10/util/Exception.h>
 
 #include "aten/Aten.h"
+#include "runtime/Fork.h"
 #include "runtime/Runtime.h"
 
 namespace BACKEND_NS {
@@ -83,6 +84,7 @@ void write_to_device(const at::Tensor& dst, const at::Tensor& src, bool non_bloc
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   TORCH_CHECK(self.defined() && dst.defined(), BACKEND_DEVICE ": copy of an undefined tensor");
   if (self.numel() == 0) return dst;
+  check_not_forked();
   const bool src_dev = on_device(self);
   const bool dst_dev = on_device(dst);
   if (src_dev && dst_dev) {

@@ -9,6 +9,7 @@
 
 #include "pybinding/Binding.h"
 #include "runtime/Api.h"
+#include "runtime/Fork.h"
 
 namespace api = BACKEND_NS::api;
 using namespace BACKEND_NS::binding;
@@ -39,6 +40,7 @@ PyObject* exchange_device(PyObject*, PyObject* arg) {
 PyObject* synchronize(PyObject*, PyObject* arg) {
   INT_ARG(device, arg);
   return guarded([&] {
+    BACKEND_NS::check_not_forked();
     {
       WithoutGil released;
       api::synchronize(device);
@@ -46,6 +48,8 @@ PyObject* synchronize(PyObject*, PyObject* arg) {
     Py_RETURN_NONE;
   });
 }
+
+PyObject* in_bad_fork(PyObject*, PyObject*) { return PyBool_FromLong(BACKEND_NS::in_bad_fork()); }
 
 PyObject* current_stream(PyObject*, PyObject* arg) {
   INT_ARG(device, arg);
@@ -220,6 +224,7 @@ PyMethodDef methods[] = {
     {"set_device", set_device, METH_O, "set this thread's device"},
     {"exchange_device", exchange_device, METH_O, "set the device, return the previous one"},
     {"synchronize", synchronize, METH_O, "wait for all work on a device (-1: current)"},
+    {"in_bad_fork", in_bad_fork, METH_NOARGS, "forked after the parent used the device"},
     {"current_stream", current_stream, METH_O, "(stream_id, device_index, device_type)"},
     {"set_stream", set_stream, METH_VARARGS, "make (stream_id, device) current"},
     {"memory_stats", memory_stats, METH_O, "caching allocator statistics"},
