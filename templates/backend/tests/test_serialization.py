@@ -1,10 +1,11 @@
-"""torch.save / torch.load of device tensors: device, dtype, strides, values and views kept."""
+"""torch.save / torch.load of device tensors: device, dtype, strides, values, views and backend
+metadata (csrc/aten/BackendMeta.cpp) kept."""
 import io
 
 import pytest
 import torch
 
-from conftest import DEVICE
+from conftest import DEVICE, pkg
 
 
 def _round_trip(obj, **load):
@@ -39,3 +40,25 @@ def test_state_dict_round_trip_and_map_location_to_the_cpu():
     assert all(t.device.type == DEVICE for t in state.values())
     on_cpu = _round_trip(model.state_dict(), map_location="cpu")
     torch.testing.assert_close(on_cpu["weight"], model.weight.detach().cpu())
+
+
+def _ops():
+    return getattr(torch.ops, pkg.__name__)
+
+
+def test_backend_metadata_set_get_and_kept_through_save_and_load():
+    x = torch.randn(2, 3, device=DEVICE)
+    assert _ops().get_backend_meta(x) == []
+    _ops().set_backend_meta(x, ["private_format", "compressed", "private_format"])
+    assert _ops().get_backend_meta(x) == ["compressed", "private_format"]
+    y, plain = _round_trip([x, torch.ones(1, device=DEVICE)])
+    assert _ops().get_backend_meta(y) == ["compressed", "private_format"]
+    assert _ops().get_backend_meta(plain) == []
+    assert torch.equal(y.cpu(), x.cpu())
+    assert torch._utils.get_tensor_metadata(x) == {f"{DEVICE}.compressed": True,
+                                                   f"{DEVICE}.private_format": True}
+
+
+def test_backend_metadata_is_for_device_tensors_only():
+    with pytest.raises(RuntimeError, match=f"backend metadata is for {DEVICE} tensors, got a cpu"):
+        _ops().set_backend_meta(torch.zeros(1), ["x"])
