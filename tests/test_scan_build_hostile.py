@@ -246,6 +246,31 @@ def test_valid_user_rules_still_merge(tmp_path):
     assert r.build.bzl == (BuildListSpec("sub/vars.bzl", ("g*",), ()),)
 
 
+@pytest.mark.parametrize("text,message", [
+    ("walk:\n  max_file_bytes: 10\nbuild_files:\n  bzl:\n    - file: vars.bzl\n      cuda: [g, 1]\n",
+     ":6: build_files.bzl[0].cuda[1]: expected a string, got int"),
+    ("cpp:\n  named:\n    ok: x\n    bad: '['\n", ":4: cpp.named.bad: invalid regex"),
+    ("walk:\n  skip_dirs:\n    extend: 5\n", ":3: walk.skip_dirs.extend: needs a list, got int"),
+    ("names:\n  dirs: [x]\n  suffix: [.cu]\n", ":3: names.suffix: unknown key (did you mean 'suffixes'?)"),
+    ("wlak: {}\n", ":1: wlak: unknown key (did you mean 'walk'?)"),
+    ("walk: {max_file_bytes: -1}\n", ":1: walk.max_file_bytes: expected a whole number >= 0, got -1"),
+    ("version: 2\n", ":1: version: expected one of 1, got 2"),
+    ("- walk\n", ":1: expected a mapping, got list"),
+], ids=["item", "regex", "extend", "typo-key", "typo-section", "negative", "version", "top-list"])
+def test_rules_errors_name_the_user_file_line_and_key_path(tmp_path, text, message):
+    rules = tmp_path / "r.yaml"
+    rules.write_text(text)
+    with pytest.raises(RulesError) as e:
+        load_rules(rules)
+    assert str(e.value).startswith(f"{rules}{message}"), str(e.value)
+
+
+def test_empty_user_rules_file_is_the_shipped_rules(tmp_path):
+    rules = tmp_path / "r.yaml"
+    rules.write_text("# nothing\n")
+    assert load_rules(rules) == load_rules()
+
+
 def test_scan_cli_fifo_build_file_warns_and_outside_symlink_exits_2(tmp_path):
     root = fake_root(tmp_path)
     os.mkfifo(root / "build_variables.bzl")
