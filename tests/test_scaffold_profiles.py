@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 
 import pytest
 import yaml
@@ -134,7 +135,7 @@ def test_bad_values_are_refused_naming_file_and_key(tmp_path, base, key, value, 
         load_profile(path)
     message = str(e.value)
     assert "\n" not in message
-    assert message.startswith(f"{path}: ")
+    assert re.match(rf"{re.escape(path)}:\d+: ", message), message  # file and YAML line
     assert where in message and problem in message
 
 

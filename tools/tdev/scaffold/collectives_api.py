@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from basekit.config import KeyPath, dotted
+
 from . import validate as v
 from .runtime_api import Call, Declarations, Fail, check_value, mapping, parse_call, \
     parse_declarations
@@ -27,7 +29,7 @@ from .runtime_api import Call, Declarations, Fail, check_value, mapping, parse_c
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "uint8", "int32", "int64")
 # torch.distributed.ReduceOp name -> code (AVG runs as SUM, then a division on the device)
 REDUCE_OPS = ("sum", "product", "min", "max")
-HOST_LIBRARIES = ("gloo",)
+HOST_LIBRARIES = ("gloo")
 _ID = frozenset({"out_id"})
 OPERATIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "get_unique_id": (_ID, frozenset()),
@@ -81,7 +83,7 @@ class Collectives:
         return not self.host
 
 
-def parse_collectives(d: Any, key: str, fail: Fail) -> Collectives | None:
+def parse_collectives(d: Any, key: KeyPath, fail: Fail) -> Collectives | None:
     """``collectives:`` -> :class:`Collectives` (None when the profile has no section)."""
     if d is None:
         return None
@@ -90,99 +92,99 @@ def parse_collectives(d: Any, key: str, fail: Fail) -> Collectives | None:
                                "declarations"})
     backend = d.get("backend")
     if backend is not None:
-        backend = check_value(v.device_name, backend, f"{key}.backend", fail)
+        backend = check_value(v.device_name, backend, key + ("backend",), fail)
     if "host" in d:
-        library = check_value(_choice(HOST_LIBRARIES), d["host"], f"{key}.host", fail)
+        library = check_value(_choice(HOST_LIBRARIES), d["host"], key + ("host",), fail)
         extra = sorted(set(d) - {"host", "backend"})
         if extra:
-            raise fail(f"{key}.{extra[0]}", "a host (gloo) backend takes no native settings")
+            fail(key + (extra[0],), "a host (gloo) backend takes no native settings")
         return Collectives(backend=backend, library=library, host=True)
     return _native(d, key, backend, fail)
 
 
-def _native(d: dict, key: str, backend: str | None, fail: Fail) -> Collectives:
+def _native(d: dict, key: KeyPath, backend: str | None, fail: Fail) -> Collectives:
     def need(name: str) -> Any:
         if d.get(name) is None:
-            raise fail(f"{key}.{name}", "missing (or set host: gloo)")
+            fail(key + (name,), "missing (or set host: gloo)")
         return d[name]
 
-    decls = parse_declarations(need("declarations"), f"{key}.declarations", fail)
-    status = mapping(need("status"), f"{key}.status", fail, {"type", "success"})
-    status_type = check_value(v.c_type, status.get("type"), f"{key}.status.type", fail)
+    decls = parse_declarations(need("declarations"), key + ("declarations",), fail)
+    status = mapping(need("status"), key + ("status",), fail, {"type", "success"})
+    status_type = check_value(v.c_type, status.get("type"), key + ("status", "type"), fail)
     constants = decls.constant_names()
     types = {n for n, _ in decls.typedefs} | {n for n, _ in decls.enums}
-    success = _declared(status.get("success"), f"{key}.status.success", constants, fail)
-    uid_d = mapping(need("unique_id"), f"{key}.unique_id", fail, {"type", "bytes"})
-    uid = UniqueId(check_value(v.identifier, uid_d.get("type"), f"{key}.unique_id.type", fail),
-                   check_value(v.integer, uid_d.get("bytes"), f"{key}.unique_id.bytes", fail))
+    success = _declared(status.get("success"), key + ("status", "success"), constants, fail)
+    uid_d = mapping(need("unique_id"), key + ("unique_id",), fail, {"type", "bytes"})
+    uid = UniqueId(check_value(v.identifier, uid_d.get("type"), key + ("unique_id", "type"), fail),
+                   check_value(v.integer, uid_d.get("bytes"), key + ("unique_id", "bytes"), fail))
     if not 1 <= uid.bytes <= MAX_ID_BYTES:
-        raise fail(f"{key}.unique_id.bytes", f"expected 1..{MAX_ID_BYTES}, got {uid.bytes}")
+        fail(key + ("unique_id", "bytes"), f"expected 1..{MAX_ID_BYTES}, got {uid.bytes}")
     if uid.type in types or uid.type in decls.functions:
-        raise fail(f"{key}.unique_id.type", f"{uid.type} is declared twice")
-    comm_type = check_value(v.identifier, need("comm_type"), f"{key}.comm_type", fail)
+        fail(key + ("unique_id", "type"), f"{uid.type} is declared twice")
+    comm_type = check_value(v.identifier, need("comm_type"), key + ("comm_type",), fail)
     if comm_type not in types:
-        raise fail(f"{key}.comm_type", f"{comm_type} is not declared in {key}.declarations")
-    calls = _calls(need("calls"), f"{key}.calls", decls, status_type, success, fail)
+        fail(key + ("comm_type",), f"{comm_type} is not declared in {dotted(key)}.declarations")
+    calls = _calls(need("calls"), key + ("calls",), decls, status_type, success, fail)
     return Collectives(
         backend=backend, host=False,
-        library=check_value(v.library_name, need("library"), f"{key}.library", fail),
-        header=check_value(v.header_path, need("header"), f"{key}.header", fail),
-        sdk=_sdk(d.get("sdk"), f"{key}.sdk", fail),
+        library=check_value(v.library_name, need("library"), key + ("library",), fail),
+        header=check_value(v.header_path, need("header"), key + ("header",), fail),
+        sdk=_sdk(d.get("sdk"), key + ("sdk",), fail),
         status_type=status_type, success=success, comm_type=comm_type, unique_id=uid,
-        dtypes=_codes(need("dtypes"), DTYPES, f"{key}.dtypes", constants, fail),
-        ops=_codes(need("ops"), REDUCE_OPS, f"{key}.ops", constants, fail),
+        dtypes=_codes(need("dtypes"), DTYPES, key + ("dtypes",), constants, fail),
+        ops=_codes(need("ops"), REDUCE_OPS, key + ("ops",), constants, fail),
         calls=calls, declarations=decls)
 
 
-def _calls(d: Any, key: str, decls: Declarations, status_type: str, success: str,
+def _calls(d: Any, key: KeyPath, decls: Declarations, status_type: str, success: str,
            fail: Fail) -> dict[str, Call]:
     d = mapping(d, key, fail, set(OPERATIONS) | set(OPTIONAL_OPERATIONS))
     for op in OPERATIONS:
         if op not in d:
-            raise fail(key, f"missing operation {op!r}")
-    calls = {op: parse_call(op, spec, f"{key}.{op}", OPERATIONS.get(op) or
+            fail(key, f"missing operation {op!r}")
+    calls = {op: parse_call(op, spec, key + (op,), OPERATIONS.get(op) or
                             OPTIONAL_OPERATIONS[op], decls, status_type, success, fail,
-                            text_ops=("error_string",))
+                            text_ops=("error_string"))
              for op, spec in d.items()}
     ids = {"id", "id_ptr"} & set(calls["comm_init_rank"].placeholders)
     if len(ids) != 1:
-        raise fail(f"{key}.comm_init_rank.args", "pass the unique id once: id (by value) or "
-                   "id_ptr (a pointer to it)")
+        fail(key + ("comm_init_rank", "args"), "pass the unique id once: id (by value) or "
+             "id_ptr (a pointer to it)")
     bc = set(calls["broadcast"].placeholders)
     if ("buf" in bc) == bool(bc & {"send", "recv"}) or ("buf" not in bc and len(bc & {"send", "recv"}) != 2):
-        raise fail(f"{key}.broadcast.args", "broadcast passes buf, or send and recv")
+        fail(key + ("broadcast", "args"), "broadcast passes buf, or send and recv")
     return calls
 
 
-def _sdk(d: Any, key: str, fail: Fail) -> CollectivesSdk | None:
+def _sdk(d: Any, key: KeyPath, fail: Fail) -> CollectivesSdk | None:
     if d is None:
         return None
     d = mapping(d, key, fail, {"env", "python_package", "include", "lib"})
     env = d.get("env", [])
     if not isinstance(env, list):
-        raise fail(f"{key}.env", "expected a list")
+        fail(key + ("env",), "expected a list")
     pkg = d.get("python_package")
     if pkg is not None:
-        pkg = check_value(_dotted, pkg, f"{key}.python_package", fail)
+        pkg = check_value(_dotted, pkg, key + ("python_package",), fail)
     return CollectivesSdk(
-        env=tuple(check_value(v.env_var, e, f"{key}.env[{i}]", fail) for i, e in enumerate(env)),
+        env=tuple(check_value(v.env_var, e, key + ("env", i), fail) for i, e in enumerate(env)),
         python_package=pkg,
-        include=check_value(v.rel_dir, d.get("include", "include"), f"{key}.include", fail),
-        lib=check_value(v.rel_dir, d.get("lib", "lib"), f"{key}.lib", fail))
+        include=check_value(v.rel_dir, d.get("include", "include"), key + ("include",), fail),
+        lib=check_value(v.rel_dir, d.get("lib", "lib"), key + ("lib",), fail))
 
 
-def _codes(d: Any, names: tuple[str, ...], key: str, constants: set[str],
+def _codes(d: Any, names: tuple[str, ...], key: KeyPath, constants: set[str],
            fail: Fail) -> tuple[tuple[str, int, str], ...]:
     d = mapping(d, key, fail, set(names))
     if not d:
-        raise fail(key, f"expected at least one of {', '.join(names)}")
-    return tuple((name, names.index(name), _declared(c, f"{key}.{name}", constants, fail))
+        fail(key, f"expected at least one of {', '.join(names)}")
+    return tuple((name, names.index(name), _declared(c, key + (name,), constants, fail))
                  for name, c in d.items())
 
 
-def _declared(c: Any, key: str, constants: set[str], fail: Fail) -> str:
+def _declared(c: Any, key: KeyPath, constants: set[str], fail: Fail) -> str:
     if not isinstance(c, str) or c not in constants:
-        raise fail(key, f"{c!r} is not a constant declared in the section's declarations")
+        fail(key, f"{c!r} is not a constant declared in the section's declarations")
     return c
 
 

@@ -12,39 +12,45 @@ from __future__ import annotations
 import difflib
 import dataclasses
 import importlib
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Literal
 
-from basekit.docread import BadInput, load_yaml, one_line
+from basekit import docread
+from basekit.config import Document, KeyPath, conf, load_document_text
+from basekit.errors import InputError
 
 from . import validate as v
 from .collectives_api import Collectives, parse_collectives
 from .runtime_api import Call, Declarations, parse_calls, parse_declarations
 
-TOP_KEYS = {"vendor", "description", "device", "package", "env_prefix", "sdk", "build",
-            "runtime", "vendor_kernels", "amp", "routing", "collectives"}
 ROUTE_BACKENDS = ("flaggems", "vendor", "cpu")
 AMP_DTYPES = ("float16", "bfloat16")
 VENDOR_KEYS = ("CPU", "CUDA")  # dispatch keys "vendor" routes may present tensors as
 SIMULATOR_HEADER = "simrt/sim_runtime.h"
 MAX_PROFILE_BYTES = 4 * 1024 * 1024  # the shipped profiles are a few KB
+Backend = Literal["flaggems", "vendor", "cpu"]
+AmpDtype = Literal["float16", "bfloat16"]
 
 
-class ProfileError(BadInput):
-    """A malformed vendor profile: ``<file>: <key>: <problem>``, on one line (a key may hold a
-    line break)."""
+class ProfileError(InputError):
+    """A malformed vendor profile: ``<file>:<line>: <key>: <problem>``, on one line (a key may
+    hold a line break)."""
 
-    def __init__(self, message: str):
-        super().__init__(one_line(message))
+
+def _optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``check`` for a field that may be null."""
+    return lambda x: None if x is None else check(x)
 
 
 @dataclass(frozen=True)
 class Sdk:
-    env: tuple[str, ...]  # SDK root variables, first set wins
-    default: str | None  # SDK root when none is set
-    include: str  # include directory under the root
-    simulator: bool  # the runtime is the simulator bundled in the package
+    env: tuple[str, ...] = ()  # SDK root variables, first set wins (each checked by the loader)
+    default: str | None = conf(None, check=_optional(v.abs_path))  # SDK root when none is set
+    include: str = conf("include", check=v.rel_dir)  # include directory under the root
+    simulator: bool = False  # the runtime is the simulator bundled in the package
 
 
 @dataclass(frozen=True)
@@ -69,11 +75,12 @@ class VendorKernels:
     """How a "vendor" route reaches the vendor's kernels: present the tensors as
     ``dispatch_key`` tensors (same device pointer, or the runtime's host alias), then adopt
     fresh outputs zero-copy or copy them into device memory."""
-    dispatch_key: str
-    pointer: str  # device | host_alias
-    outputs: str  # adopt | copy
-    sync_stream: bool  # synchronise the current stream before the call
-    fallback: str = "cpu"  # unlisted operators: cpu (boxed CPU fallback) | vendor (boxing)
+    dispatch_key: Literal["CPU", "CUDA"]
+    pointer: Literal["device", "host_alias"]
+    outputs: Literal["adopt", "copy"]
+    sync_stream: bool = False  # synchronise the current stream before the call
+    # unlisted operators: cpu (the boxed CPU fallback) | vendor (boxing)
+    fallback: Literal["cpu", "vendor"] = "cpu"
     unboxed: tuple[str, ...] = ()  # operators whose vendor route skips the boxed stack
 
 
@@ -103,6 +110,66 @@ class VendorProfile:
     raw: dict = field(repr=False, default_factory=dict)
 
 
+# --- the profile file as basekit.config reads it -----------------------------------------------
+
+@dataclass(frozen=True)
+class _Build:
+    backend: str = conf(check=v.identifier)  # the wrapped_cmake profile
+    compiler: str = conf("c++", check=v.library_name)
+
+
+@dataclass(frozen=True)
+class _Status:
+    type: str = conf(check=v.c_type)
+    success: str = conf(check=v.identifier)
+    out_of_memory: str | None = conf(None, check=_optional(v.identifier))
+    not_ready: str | None = conf(None, check=_optional(v.identifier))
+
+
+@dataclass(frozen=True)
+class _CopyKinds:
+    host_to_host: str = conf(check=v.identifier)
+    host_to_device: str = conf(check=v.identifier)
+    device_to_host: str = conf(check=v.identifier)
+    device_to_device: str = conf(check=v.identifier)
+
+
+@dataclass(frozen=True)
+class _RuntimeFile:
+    status: _Status
+    copy_kinds: _CopyKinds
+    header: str = conf(check=v.header_path)
+    library: str = conf(check=v.library_name)
+    stream_type: str = conf(check=v.identifier)
+    event_type: str = conf(check=v.identifier)
+    calls: Any = None  # runtime_api.parse_calls
+    declarations: Any = None  # runtime_api.parse_declarations
+
+
+@dataclass(frozen=True)
+class _AmpFile:
+    dtype: str | None = None  # default: the first supported one
+    supported_dtypes: tuple[AmpDtype, ...] = AMP_DTYPES
+    lower_precision_fp: tuple[str, ...] = ()
+    fp32: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _ProfileFile:
+    build: _Build
+    runtime: _RuntimeFile
+    vendor: str = conf(check=v.identifier)
+    device: str = conf(check=v.device_name)
+    package: str = conf(check=v.package_name)
+    description: str | None = conf(None, check=_optional(v.text))  # default: the vendor
+    env_prefix: str | None = conf(None, check=_optional(v.env_var))  # default: PACKAGE
+    sdk: Sdk = conf(default_factory=Sdk)
+    vendor_kernels: VendorKernels | None = None
+    amp: _AmpFile = conf(default_factory=_AmpFile)
+    routing: Mapping[str, Backend] = conf(default_factory=dict)
+    collectives: Any = None  # collectives_api.parse_collectives
+
+
 def vendors_dir() -> Path:
     return Path(importlib.import_module("tdev.templates").__file__).resolve().parent / "vendors"
 
@@ -130,22 +197,20 @@ def resolve_vendor(name_or_path: str) -> Path:
 def load_profile(name_or_path: str) -> VendorProfile:
     path = resolve_vendor(name_or_path)
     defaults_path = vendors_dir() / "_defaults.yaml"
-    defaults = _read(defaults_path) if defaults_path.is_file() else {}
-    return parse_profile(path, _merge(defaults, _read(path)))
+    defaults = _read(defaults_path).data if defaults_path.is_file() else None
+    source = _read(path)
+    return parse_profile(path, _merge(defaults or {}, {} if source.data is None else source.data),
+                         source)
 
 
-def _read(path: Path) -> dict:
-    """The YAML mapping in ``path``, read through :mod:`basekit.docread` (regular files only, size,
-    nesting depth and alias expansion bounded)."""
+def _read(path: Path) -> Document:
+    """The YAML document in ``path``, read within :mod:`basekit.docread`'s bounds (regular files
+    only, size, nesting depth and alias expansion bounded), its nodes kept for line numbers."""
     try:
-        data = load_yaml(path, max_bytes=MAX_PROFILE_BYTES, what="vendor profile")
-    except BadInput as e:
-        raise ProfileError(str(e)) from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ProfileError(f"{path}: expected a mapping at the top level")
-    return data
+        text = docread.read_text(path, max_bytes=MAX_PROFILE_BYTES, what="vendor profile")
+        return load_document_text(text, os.fsdecode(path))
+    except InputError as e:
+        raise ProfileError(e.where, e.problem) from None
 
 
 def _merge(base: Any, over: Any) -> Any:
@@ -157,173 +222,100 @@ def _merge(base: Any, over: Any) -> Any:
     return over
 
 
-def parse_profile(path: Path, d: dict) -> VendorProfile:
-    def fail(key: str, problem: str) -> ProfileError:
-        return ProfileError(f"{path}: {key}: {problem}")
+def parse_profile(path: Path, d: Any, source: Document | None = None) -> VendorProfile:
+    """``d`` (a profile merged with the defaults) as a :class:`VendorProfile`, read through
+    basekit.config; ``source``, the profile file as loaded, gives a bad value its YAML line
+    (a value that came from the defaults is named by the nearest key the file has)."""
+    doc = Document(d, str(path), source.node if source is not None else None)
+    try:
+        return _profile(doc, path, d)
+    except InputError as e:
+        raise ProfileError(e.where, e.problem) from None
 
-    def get(check, key: str, container: dict, name: str, default: Any = ...):
-        if name not in container or container[name] is None:
-            if default is ...:
-                raise fail(key, "missing")
-            return default
-        try:
-            return check(container[name])
-        except ValueError as e:
-            raise fail(key, str(e)) from None
 
-    def section(name: str, allowed: set[str], container: dict = d, prefix: str = "") -> dict:
-        s = container.get(name) or {}
-        if not isinstance(s, dict):
-            raise fail(prefix + name, f"expected a mapping, got {type(s).__name__}")
-        for k in s:
-            if k not in allowed:
-                raise fail(f"{prefix}{name}.{k}", f"unknown key (allowed: "
-                           f"{', '.join(sorted(allowed))})")
-        return s
-
-    for k in d:
-        if k not in TOP_KEYS:
-            raise fail(str(k), f"unknown key (allowed: {', '.join(sorted(TOP_KEYS))})")
-    vendor = get(v.identifier, "vendor", d, "vendor")
-    package = get(v.package_name, "package", d, "package")
-    sdk_d = section("sdk", {"env", "default", "include", "simulator"})
-    sdk = Sdk(env=tuple(_list(v.env_var, sdk_d.get("env", []), "sdk.env", fail)),
-              default=get(v.abs_path, "sdk.default", sdk_d, "default", None),
-              include=get(v.rel_dir, "sdk.include", sdk_d, "include", "include"),
-              simulator=get(_bool, "sdk.simulator", sdk_d, "simulator", False))
-    build = section("build", {"backend", "compiler"})
-    runtime = _runtime(section("runtime", {"header", "library", "status", "stream_type",
-                                           "event_type", "copy_kinds", "calls",
-                                           "declarations"}), fail, get, section)
-    if sdk.simulator and runtime.header != SIMULATOR_HEADER:
-        raise fail("runtime.header", f"the bundled simulator provides {SIMULATOR_HEADER}")
+def _profile(doc: Document, path: Path, d: dict) -> VendorProfile:
+    f = doc.read(_ProfileFile)
+    _each(doc, ("sdk", "env"), f.sdk.env, v.env_var)
+    runtime = _runtime(doc, f.runtime)
+    if f.sdk.simulator and runtime.header != SIMULATOR_HEADER:
+        doc.fail(("runtime", "header"), f"the bundled simulator provides {SIMULATOR_HEADER}")
     runtime = dataclasses.replace(runtime, collectives=parse_collectives(
-        d.get("collectives"), "collectives", fail))
+        f.collectives, ("collectives",), doc.fail))
     return VendorProfile(
-        path=path, vendor=vendor,
-        description=get(v.text, "description", d, "description", vendor),
-        device=get(v.device_name, "device", d, "device"),
-        package=package,
-        env_prefix=get(v.env_var, "env_prefix", d, "env_prefix", package.upper()),
-        sdk=sdk,
-        backend=get(v.identifier, "build.backend", build, "backend"),
-        compiler=get(v.library_name, "build.compiler", build, "compiler", "c++"),
-        runtime=runtime,
-        vendor_kernels=_vendor_kernels(d, runtime, fail, get, section),
-        amp=_amp(section("amp", {"dtype", "supported_dtypes", "lower_precision_fp", "fp32"}),
-                 fail, get),
-        routing=_routing(d.get("routing") or {}, fail),
-        raw=d)
+        path=path, vendor=f.vendor,
+        description=f.vendor if f.description is None else f.description,
+        device=f.device, package=f.package,
+        env_prefix=f.package.upper() if f.env_prefix is None else f.env_prefix,
+        sdk=f.sdk, backend=f.build.backend, compiler=f.build.compiler, runtime=runtime,
+        vendor_kernels=_vendor_kernels(doc, f.vendor_kernels, runtime),
+        amp=_amp(doc, f.amp), routing=_routing(doc, f.routing), raw=d)
 
 
-def _runtime(r: dict, fail, get, section) -> Runtime:
-    decls = parse_declarations(r.get("declarations"), "runtime.declarations", fail)
-    status = section("status", {"type", "success", "out_of_memory", "not_ready"}, r, "runtime.")
-    status_type = get(v.c_type, "runtime.status.type", status, "type")
+def _runtime(doc: Document, r: _RuntimeFile) -> Runtime:
+    decls = parse_declarations(r.declarations, ("runtime", "declarations"), doc.fail)
     constants = decls.constant_names()
-    typedef_names = {n for n, _ in decls.typedefs} | {n for n, _ in decls.enums}
-
-    def constant(key: str, name: str, optional: bool = False) -> str | None:
-        c = get(v.identifier, f"runtime.status.{name}", status, name, None if optional else ...)
+    type_names = {n for n, _ in decls.typedefs} | {n for n, _ in decls.enums}
+    for name in ("success", "out_of_memory", "not_ready"):
+        c = getattr(r.status, name)
         if c is not None and c not in constants:
-            raise fail(key, f"{c} is not a constant declared in runtime.declarations")
-        return c
-
-    def declared_type(name: str) -> str:
-        t = get(v.identifier, f"runtime.{name}", r, name)
-        if t not in typedef_names:
-            raise fail(f"runtime.{name}", f"{t} is not declared in runtime.declarations.typedefs")
-        return t
-
-    success = constant("runtime.status.success", "success")
-    not_ready = constant("runtime.status.not_ready", "not_ready", optional=True)
-    kinds_d = section("copy_kinds", {"host_to_host", "host_to_device", "device_to_host",
-                                     "device_to_device"}, r, "runtime.")
-    kinds = {}
-    for k in ("host_to_host", "host_to_device", "device_to_host", "device_to_device"):
-        c = get(v.identifier, f"runtime.copy_kinds.{k}", kinds_d, k)
+            doc.fail(("runtime", "status", name),
+                     f"{c} is not a constant declared in runtime.declarations")
+    for name in ("stream_type", "event_type"):
+        t = getattr(r, name)
+        if t not in type_names:
+            doc.fail(("runtime", name), f"{t} is not declared in runtime.declarations.typedefs")
+    kinds = dataclasses.asdict(r.copy_kinds)
+    for k, c in kinds.items():
         if c not in constants:
-            raise fail(f"runtime.copy_kinds.{k}", f"{c} is not declared in runtime.declarations")
-        kinds[k] = c
-    calls, init = parse_calls(r.get("calls"), "runtime.calls", decls, status_type, success, fail)
+            doc.fail(("runtime", "copy_kinds", k), f"{c} is not declared in runtime.declarations")
+    calls, init = parse_calls(r.calls, ("runtime", "calls"), decls, r.status.type, r.status.success,
+                              doc.fail)
     for q in ("stream_query", "event_query"):
-        if calls[q].complete is None and not_ready is None:
-            raise fail(f"runtime.calls.{q}", "a query without out_status tells 'not ready' by "
-                       "its return value: set runtime.status.not_ready")
+        if calls[q].complete is None and r.status.not_ready is None:
+            doc.fail(("runtime", "calls", q), "a query without out_status tells 'not ready' by "
+                     "its return value: set runtime.status.not_ready")
     return Runtime(
-        header=get(v.header_path, "runtime.header", r, "header"),
-        library=get(v.library_name, "runtime.library", r, "library"),
-        status_type=status_type, success=success,
-        out_of_memory=constant("runtime.status.out_of_memory", "out_of_memory", optional=True),
-        not_ready=not_ready,
-        stream_type=declared_type("stream_type"), event_type=declared_type("event_type"),
+        header=r.header, library=r.library, status_type=r.status.type, success=r.status.success,
+        out_of_memory=r.status.out_of_memory, not_ready=r.status.not_ready,
+        stream_type=r.stream_type, event_type=r.event_type,
         copy_kinds=kinds, calls=calls, init=init, declarations=decls)
 
 
-def _vendor_kernels(d: dict, runtime: Runtime, fail, get, section) -> VendorKernels | None:
-    if d.get("vendor_kernels") is None:
+def _vendor_kernels(doc: Document, vk: VendorKernels | None,
+                    runtime: Runtime) -> VendorKernels | None:
+    if vk is None:
         return None
-    s = section("vendor_kernels", {"dispatch_key", "pointer", "outputs", "sync_stream",
-                                   "fallback", "unboxed"})
-    vk = VendorKernels(
-        dispatch_key=get(_choice(VENDOR_KEYS), "vendor_kernels.dispatch_key", s, "dispatch_key"),
-        pointer=get(_choice(("device", "host_alias")), "vendor_kernels.pointer", s, "pointer"),
-        outputs=get(_choice(("adopt", "copy")), "vendor_kernels.outputs", s, "outputs"),
-        sync_stream=get(_bool, "vendor_kernels.sync_stream", s, "sync_stream", False),
-        fallback=get(_choice(("cpu", "vendor")), "vendor_kernels.fallback", s, "fallback", "cpu"),
-        unboxed=tuple(_list(v.op_name, s.get("unboxed") or [], "vendor_kernels.unboxed", fail)))
+    _each(doc, ("vendor_kernels", "unboxed"), vk.unboxed, v.op_name)
     if vk.pointer == "host_alias" and "host_alias" not in runtime.calls:
-        raise fail("vendor_kernels.pointer", "host_alias needs runtime.calls.host_alias")
+        doc.fail(("vendor_kernels", "pointer"), "host_alias needs runtime.calls.host_alias")
     if vk.outputs == "adopt" and vk.pointer != "device":
-        raise fail("vendor_kernels.outputs", "adopting outputs needs pointer: device")
+        doc.fail(("vendor_kernels", "outputs"), "adopting outputs needs pointer: device")
     return vk
 
 
-def _amp(a: dict, fail, get) -> Amp:
-    supported = tuple(_list(_choice(AMP_DTYPES), a.get("supported_dtypes", list(AMP_DTYPES)),
-                            "amp.supported_dtypes", fail))
-    dtype = get(_choice(supported), "amp.dtype", a, "dtype", supported[0] if supported else ...)
-    return Amp(dtype, supported,
-               tuple(_list(v.op_name, a.get("lower_precision_fp", []),
-                           "amp.lower_precision_fp", fail)),
-               tuple(_list(v.op_name, a.get("fp32", []), "amp.fp32", fail)))
+def _amp(doc: Document, a: _AmpFile) -> Amp:
+    for name in ("lower_precision_fp", "fp32"):
+        _each(doc, ("amp", name), getattr(a, name), v.op_name)
+    if a.dtype is None and not a.supported_dtypes:
+        doc.fail(("amp",), "missing key 'dtype' (supported_dtypes is empty)")
+    dtype = a.supported_dtypes[0] if a.dtype is None else a.dtype
+    if dtype not in a.supported_dtypes:
+        doc.fail(("amp", "dtype"), f"expected one of {', '.join(a.supported_dtypes)}, "
+                 f"got {dtype!r}")
+    return Amp(dtype, a.supported_dtypes, a.lower_precision_fp, a.fp32)
 
 
-def _routing(r: Any, fail) -> tuple[tuple[str, str], ...]:
-    if not isinstance(r, dict):
-        raise fail("routing", "expected a mapping op: backend")
-    out = []
-    for op, backend in r.items():
+def _routing(doc: Document, r: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    _each(doc, ("routing",), list(r), v.op_name, by_key=True)
+    return tuple(r.items())
+
+
+def _each(doc: Document, path: KeyPath, values: Any, check: Callable[[Any], Any],
+          by_key: bool = False) -> None:
+    """``check`` each of ``values`` (a list's items, or a mapping's keys with ``by_key``): a bad
+    one is named by its index (or key) under ``path``."""
+    for i, x in enumerate(values):
         try:
-            op = v.op_name(op)
-            backend = _choice(ROUTE_BACKENDS)(backend)
+            check(x)
         except ValueError as e:
-            raise fail(f"routing.{op}", str(e)) from None
-        out.append((op, backend))
-    return tuple(out)
-
-
-def _list(check, value: Any, key: str, fail) -> list:
-    if not isinstance(value, list):
-        raise fail(key, f"expected a list, got {type(value).__name__}")
-    out = []
-    for i, item in enumerate(value):
-        try:
-            out.append(check(item))
-        except ValueError as e:
-            raise fail(f"{key}[{i}]", str(e)) from None
-    return out
-
-
-def _choice(choices):
-    def check(x: Any) -> str:
-        if x not in choices:
-            raise ValueError(f"expected one of {', '.join(choices)}, got {x!r}")
-        return x
-    return check
-
-
-def _bool(x: Any) -> bool:
-    if not isinstance(x, bool):
-        raise ValueError(f"expected true or false, got {x!r}")
-    return x
+            doc.fail(path + ((x,) if by_key else (i,)), str(e))

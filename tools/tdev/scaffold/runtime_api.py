@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
+
+from basekit.config import KeyPath
 
 from . import validate as v
 
@@ -105,121 +107,121 @@ class Call:
         return f"{self.fn}({', '.join(self.args)})"
 
 
-Fail = Callable[[str, str], Exception]  # (key, problem) -> exception to raise
+Fail = Callable[[KeyPath, str], NoReturn]  # raises the bad-input error for (key path, problem)
 
 
-def parse_declarations(d: Any, key: str, fail: Fail) -> Declarations:
+def parse_declarations(d: Any, key: KeyPath, fail: Fail) -> Declarations:
     d = _mapping(d, key, fail, {"enums", "typedefs", "constants", "functions"})
     enums, seen = [], set()
-    for name, members in _mapping(d.get("enums", {}), f"{key}.enums", fail).items():
-        k = f"{key}.enums.{name}"
+    for name, members in _mapping(d.get("enums", {}), key + ("enums",), fail).items():
+        k = key + ("enums", name)
         _check(v.identifier, name, k, fail)
         ms = []
         for m, val in _mapping(members, k, fail).items():
-            _check(v.identifier, m, f"{k}.{m}", fail)
+            _check(v.identifier, m, k + (m,), fail)
             if m in seen:
-                raise fail(f"{k}.{m}", f"{m} is declared twice")
+                fail(k + (m,), f"{m} is declared twice")
             seen.add(m)
-            ms.append((m, _check(v.integer, val, f"{k}.{m}", fail)))
+            ms.append((m, _check(v.integer, val, k + (m,), fail)))
         enums.append((name, tuple(ms)))
     typedefs = []
-    for name, target in _mapping(d.get("typedefs", {}), f"{key}.typedefs", fail).items():
-        typedefs.append((_check(v.identifier, name, f"{key}.typedefs", fail),
-                         _check(v.c_type, target, f"{key}.typedefs.{name}", fail)))
+    for name, target in _mapping(d.get("typedefs", {}), key + ("typedefs",), fail).items():
+        typedefs.append((_check(v.identifier, name, key + ("typedefs",), fail),
+                         _check(v.c_type, target, key + ("typedefs", name), fail)))
     constants = []
-    for name, spec in _mapping(d.get("constants", {}), f"{key}.constants", fail).items():
-        k = f"{key}.constants.{name}"
+    for name, spec in _mapping(d.get("constants", {}), key + ("constants",), fail).items():
+        k = key + ("constants", name)
         _check(v.identifier, name, k, fail)
         if name in seen:
-            raise fail(k, f"{name} is declared twice")
+            fail(k, f"{name} is declared twice")
         seen.add(name)
         spec = _mapping(spec, k, fail, {"type", "value"})
-        constants.append((name, _check(v.c_type, spec.get("type"), f"{k}.type", fail),
-                          _check(v.integer, spec.get("value"), f"{k}.value", fail)))
+        constants.append((name, _check(v.c_type, spec.get("type"), k + ("type",), fail),
+                          _check(v.integer, spec.get("value"), k + ("value",), fail)))
     functions = {}
-    for name, sig in _mapping(d.get("functions", {}), f"{key}.functions", fail).items():
-        k = f"{key}.functions.{name}"
+    for name, sig in _mapping(d.get("functions", {}), key + ("functions",), fail).items():
+        k = key + ("functions", name)
         _check(v.identifier, name, k, fail)
         functions[name] = _signature(name, sig, k, fail)
     return Declarations(tuple(enums), tuple(typedefs), tuple(constants), functions)
 
 
-def _signature(name: str, sig: Any, key: str, fail: Fail) -> Function:
+def _signature(name: str, sig: Any, key: KeyPath, fail: Fail) -> Function:
     m = re.fullmatch(r"\s*([^()]+?)\s*\(([^()]*)\)\s*", sig) if isinstance(sig, str) else None
     if not m:
-        raise fail(key, f"expected 'RETURN (TYPE name, ...)', got {sig!r}")
+        fail(key, f"expected 'RETURN (TYPE name, ...)', got {sig!r}")
     returns = _check(v.c_type, m.group(1), key, fail)
     params = []
     body = m.group(2).strip()
     if body and body != "void":
         for i, p in enumerate(body.split(",")):
-            ctype, pname = _check(v.c_param, p.strip(), f"{key} parameter {i + 1}", fail)
+            ctype, pname = _check(v.c_param, p.strip(), key, fail, f"parameter {i + 1}: ")
             if pname is not None:
-                _check(v.identifier, pname, f"{key} parameter {i + 1}", fail)
+                _check(v.identifier, pname, key, fail, f"parameter {i + 1}: ")
             params.append(Param(ctype, pname))
     return Function(name, returns, tuple(params))
 
 
-def parse_calls(d: Any, key: str, decls: Declarations, status_type: str, success: str,
+def parse_calls(d: Any, key: KeyPath, decls: Declarations, status_type: str, success: str,
                 fail: Fail) -> tuple[dict[str, Call], tuple[Call, ...]]:
     """``runtime.calls`` -> {operation: Call} and the ``init`` calls."""
     d = _mapping(d, key, fail)
     known = set(OPERATIONS) | set(OPTIONAL_OPERATIONS) | {"init"}
     for op in d:
         if op not in known:
-            raise fail(f"{key}.{op}", f"unknown operation (known: {', '.join(sorted(known))})")
+            fail(key + (op,), f"unknown operation (known: {', '.join(sorted(known))})")
     for op in OPERATIONS:
         if op not in d:
-            raise fail(key, f"missing operation {op!r}")
+            fail(key, f"missing operation {op!r}")
     calls = {}
     for op, spec in d.items():
         if op == "init":
             continue
         placeholders = OPERATIONS.get(op) or OPTIONAL_OPERATIONS[op]
-        calls[op] = _call(op, spec, f"{key}.{op}", placeholders, decls, status_type, success, fail)
+        calls[op] = _call(op, spec, key + (op,), placeholders, decls, status_type, success, fail)
     init = d.get("init", [])
     if not isinstance(init, list):
-        raise fail(f"{key}.init", "expected a list of calls")
-    inits = tuple(_call("init", c, f"{key}.init[{i}]", INIT_OPERATION, decls, status_type,
+        fail(key + ("init",), "expected a list of calls")
+    inits = tuple(_call("init", c, key + ("init", i), INIT_OPERATION, decls, status_type,
                         success, fail) for i, c in enumerate(init))
     return calls, inits
 
 
-def _call(op: str, spec: Any, key: str, placeholders: tuple[frozenset[str], frozenset[str]],
+def _call(op: str, spec: Any, key: KeyPath, placeholders: tuple[frozenset[str], frozenset[str]],
           decls: Declarations, status_type: str, success: str, fail: Fail,
-          text_ops: tuple[str, ...] = ("error_string",)) -> Call:
+          text_ops: tuple[str, ...] = ("error_string")) -> Call:
     """One call of ``op``: checked against its declaration; ``text_ops`` return text."""
     spec = _mapping(spec, key, fail, {"fn", "args", "also_ok", "complete"})
-    fn = _check(v.identifier, spec.get("fn"), f"{key}.fn", fail)
+    fn = _check(v.identifier, spec.get("fn"), key + ("fn",), fail)
     func = decls.functions.get(fn)
     if func is None:
-        raise fail(f"{key}.fn", f"{fn} is not declared in runtime.declarations.functions")
+        fail(key + ("fn",), f"{fn} is not declared in runtime.declarations.functions")
     args = spec.get("args", [])
     if not isinstance(args, list):
-        raise fail(f"{key}.args", "expected a list")
+        fail(key + ("args",), "expected a list")
     if len(args) != len(func.params):
-        raise fail(f"{key}.args", f"{fn} takes {len(func.params)} arguments, "
-                   f"the call passes {len(args)}")
+        fail(key + ("args",), f"{fn} takes {len(func.params)} arguments, "
+             f"the call passes {len(args)}")
     required, optional = placeholders
     constants = decls.constant_names()
     exprs, locals_, used = [], [], set()
     for i, (arg, param) in enumerate(zip(args, func.params)):
-        k = f"{key}.args[{i}]"
+        k = key + ("args", i)
         a = str(arg) if isinstance(arg, int) and not isinstance(arg, bool) else arg
         if not isinstance(a, str):
-            raise fail(k, f"expected a placeholder, constant or integer, got {arg!r}")
+            fail(k, f"expected a placeholder, constant or integer, got {arg!r}")
         if a in required or a in optional:
             if a in used:
-                raise fail(k, f"placeholder {a} used twice")
+                fail(k, f"placeholder {a} used twice")
             used.add(a)
             if a.startswith("out_"):
                 if not param.ctype.endswith("*"):
-                    raise fail(k, f"{a} is an out-parameter but {fn} declares {param.ctype!r} "
-                               "here (expected a pointer)")
+                    fail(k, f"{a} is an out-parameter but {fn} declares {param.ctype!r} "
+                         "here (expected a pointer)")
                 local = param.ctype[:-1].rstrip()
                 if local in ("void", "const void"):
-                    raise fail(k, f"{a} is an out-parameter but {fn} declares {param.ctype!r} "
-                               "here (a pointer to void cannot receive a value)")
+                    fail(k, f"{a} is an out-parameter but {fn} declares {param.ctype!r} "
+                         "here (a pointer to void cannot receive a value)")
                 locals_.append(f"{local} {a}{{}};")
                 exprs.append(f"&{a}")
             elif a == "kind":
@@ -230,56 +232,58 @@ def _call(op: str, spec: Any, key: str, placeholders: tuple[frozenset[str], froz
             exprs.append(f"hal_arg<{param.ctype}>({a})")
         else:
             names = ", ".join(sorted(required | optional)) or "none"
-            raise fail(k, f"{a!r} is neither a placeholder of {op} ({names}) nor a constant "
-                       "declared in runtime.declarations")
+            fail(k, f"{a!r} is neither a placeholder of {op} ({names}) nor a constant "
+                 "declared in runtime.declarations")
     missing = required - used
     if missing:
-        raise fail(f"{key}.args", f"{op} must pass {', '.join(sorted(missing))}")
+        fail(key + ("args",), f"{op} must pass {', '.join(sorted(missing))}")
     want = TEXT_RETURN if op in text_ops else status_type
     if func.returns != want:
-        raise fail(f"{key}.fn", f"{fn} returns {func.returns!r}; {op} needs {want!r}")
+        fail(key + ("fn",), f"{fn} returns {func.returns!r}; {op} needs {want!r}")
     also = spec.get("also_ok", [])
     if not isinstance(also, list):
-        raise fail(f"{key}.also_ok", "expected a list of status constants")
+        fail(key + ("also_ok",), "expected a list of status constants")
     for c in also:
-        _constant(c, f"{key}.also_ok", constants, fail)
+        _constant(c, key + ("also_ok",), constants, fail)
     ok = " || ".join(f"st == {c}" for c in [success, *also])
     complete = spec.get("complete")
     if "out_status" in used:
         if complete is None:
-            raise fail(key, f"{op} passes out_status, so it needs 'complete' (the status "
-                       "value that means done)")
-        _constant(complete, f"{key}.complete", constants, fail)
+            fail(key, f"{op} passes out_status, so it needs 'complete' (the status "
+                 "value that means done)")
+        _constant(complete, key + ("complete",), constants, fail)
     elif complete is not None:
-        raise fail(f"{key}.complete", "only a query with out_status takes 'complete'")
+        fail(key + ("complete",), "only a query with out_status takes 'complete'")
     return Call(op, fn, tuple(exprs), tuple(locals_), ok, complete,
                 tuple(a for a in args if isinstance(a, str) and a in used))
 
 
-def _constant(c: Any, key: str, constants: set[str], fail: Fail) -> str:
+def _constant(c: Any, key: KeyPath, constants: set[str], fail: Fail) -> str:
     if not isinstance(c, str) or c not in constants:
-        raise fail(key, f"{c!r} is not a constant declared in runtime.declarations")
+        fail(key, f"{c!r} is not a constant declared in runtime.declarations")
     return c
 
 
-def _mapping(d: Any, key: str, fail: Fail, allowed: set[str] | None = None) -> dict:
+def _mapping(d: Any, key: KeyPath, fail: Fail, allowed: set[str] | None = None) -> dict:
     if d is None:
         return {}
     if not isinstance(d, dict):
-        raise fail(key, f"expected a mapping, got {type(d).__name__}")
+        fail(key, f"expected a mapping, got {type(d).__name__}")
     for k in d:
         if not isinstance(k, str):
-            raise fail(key, f"key {k!r} is not a string")
+            fail(key, f"key {k!r} is not a string")
         if allowed is not None and k not in allowed:
-            raise fail(f"{key}.{k}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
+            fail(key + (k,), f"unknown key (allowed: {', '.join(sorted(allowed))})")
     return d
 
 
-def _check(check, value: Any, key: str, fail: Fail):
+def _check(check, value: Any, key: KeyPath, fail: Fail, what: str = ""):
+    """``check(value)``; its ValueError fails ``key`` (the problem prefixed with ``what``)."""
     try:
         return check(value)
     except ValueError as e:
-        raise fail(key, str(e)) from None
+        problem = what + str(e)
+    fail(key, problem)
 
 
 # the pieces other API sections (collectives_api) reuse
