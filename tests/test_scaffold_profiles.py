@@ -194,3 +194,30 @@ def test_a_fifo_profile_is_refused_without_blocking(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(ProfileError, match="not a regular file"):
         load_profile(str(fifo))
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("malloc: {fn: aclrtMalloc, args: [out_ptr, size, ACL_MEM_MALLOC_HUGE_FIRST]}",
+     "malloc: {fn: aclrtMalloc, args: [out_ptr, size, ACL_MEM_MALLOC_HUGE]}",
+     "runtime.calls.malloc.args[2]: 'ACL_MEM_MALLOC_HUGE' is neither a placeholder"),
+    ("aclrtMalloc: aclError (void** devPtr, size_t size,",
+     "aclrtMalloc: aclError (void** devPtr, size_t si;ze,",
+     "runtime.declarations.functions.aclrtMalloc: parameter 2: 'size_t si;ze' is not a C type"),
+    ("ops: {sum: HCCL_REDUCE_SUM,", "ops: {sum: HCCL_REDUCE_SUMX,",
+     "collectives.ops.sum: 'HCCL_REDUCE_SUMX' is not a constant"),
+    ("  include: include\nbuild:", "  inclde: include\nbuild:",
+     "sdk.inclde: unknown key (did you mean 'include'?)"),
+    ("  mm: flaggems\n  bmm", "  mm: gpu\n  bmm", "routing.mm: expected one of flaggems, vendor, cpu"),
+    ("  env: [ASCEND_HOME, ASCEND_TOOLKIT_HOME,", "  env: [ASCEND_HOME, 'ASCEND TOOLKIT',",
+     "sdk.env[1]: 'ASCEND TOOLKIT' is not an environment variable name"),
+])
+def test_errors_name_the_yaml_line_of_the_bad_value(tmp_path, old, new, message):
+    text = (vendors_dir() / "ascend.yaml").read_text()
+    assert text.count(old) == 1
+    line = text[:text.index(old)].count("\n") + 1  # where the edit is, 1-based
+    line += next(i for i, (a, b) in enumerate(zip(old.split("\n"), new.split("\n"))) if a != b)
+    path = tmp_path / "chip.yaml"
+    path.write_text(text.replace(old, new))
+    with pytest.raises(ProfileError) as e:
+        load_profile(str(path))
+    assert str(e.value).startswith(f"{path}:{line}: {message}"), str(e.value)
