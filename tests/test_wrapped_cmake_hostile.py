@@ -205,7 +205,7 @@ def test_hostile_pyproject_is_one_line_exit_2(tmp_path, data, fragment):
         f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 10) + "]\n"
         for i in range(8)) + "name: bomb\n", "aliases"),
     ("name: x\nlanguages: [CXX]\n\xff: 1\n", "profile"),
-    ("name: x\x00\n", "not valid YAML: unacceptable character"),  # found by the fuzz test
+    ("name: x\x00\n", "invalid YAML (unacceptable character"),  # found by the fuzz test
 ], ids=["deep-lists", "alias-bomb", "latin1", "nul"])
 def test_hostile_profile_is_one_line_exit_2(tmp_path, text, fragment):
     src = write_hello_project(tmp_path / "src")

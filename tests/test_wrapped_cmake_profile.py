@@ -2,6 +2,7 @@
 clear error naming the file and the problem."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -55,36 +56,55 @@ def _write(tmp_path: Path, name: str, mutate) -> Path:
 
 
 @pytest.mark.parametrize("mutate, fragment", [
-    (lambda d: d.update(compilr={}), "unknown key compilr (did you mean 'compilers'?)"),
-    (lambda d: d.pop("languages"), "missing required key languages"),
-    (lambda d: d.update(languages="CUDA"), "languages: expected a list of strings, got a string"),
+    (lambda d: d.update(compilr={}), "compilr: unknown key (did you mean 'compilers'?)"),
+    (lambda d: d.pop("languages"), "missing key 'languages'"),
+    (lambda d: d.update(languages="CUDA"), "languages: expected a list of one of C, CXX, CUDA"),
     (lambda d: d["device"].update(language="HIP"),
-     "device.language 'HIP' is not in languages [C, CXX, CUDA]"),
-    (lambda d: d.update(languages=["C", "CXX", "CUDA", "Rust"]), "unknown CMake language 'Rust'"),
+     "device.language: 'HIP' is not in languages [C, CXX, CUDA]"),
+    (lambda d: d.update(languages=["C", "CXX", "CUDA", "Rust"]),
+     "languages[3]: expected one of C, CXX, CUDA, HIP, OBJC, OBJCXX, Fortran, ASM, got 'Rust'"),
     (lambda d: d["device"].update(suffixes=["cu"]), "device.suffixes: 'cu' must start with '.'"),
-    (lambda d: d["compilers"]["CUDA"].update(nmes=["nvcc"]), "unknown key compilers.CUDA.nmes"),
+    (lambda d: d["compilers"]["CUDA"].update(nmes=["nvcc"]),
+     "compilers.CUDA.nmes: unknown key (did you mean 'names'?)"),
     (lambda d: d.update(standard=18), "standard: expected one of 11, 14, 17, 20, 23, got 18"),
-    (lambda d: d["torch"].update(package="torch_cuda"), "torch: give exactly one of"),
-    (lambda d: d["host_compiler"].update(probe=["nvcc", "-E"]), "probe must contain"),
-    (lambda d: d["environment"][0].update(name="CUDA HOME"), "is not an environment variable"),
-    (lambda d: d.pop("compilers"), "languages CUDA need an entry under compilers"),
+    (lambda d: d["torch"].update(package="torch_cuda"), "torch: give exactly one of version_attr or package"),
+    (lambda d: d["host_compiler"].update(probe=["nvcc", "-E"]),
+     "host_compiler.probe: must contain {compiler} and {host}"),
+    (lambda d: d["environment"][0].update(name="CUDA HOME"),
+     "environment[0].name: 'CUDA HOME' is not an environment variable"),
+    (lambda d: d.pop("compilers"), "languages: CUDA need an entry under compilers"),
+    (lambda d: d["compilers"]["CUDA"].update(names=[], home={}),
+     "compilers.CUDA: needs names (searched on PATH) or home.bin"),
+    (lambda d: d["environment"][0].update(default="sdk"), "environment[0].default: expected one of compiler-home"),
+    (lambda d: d.update(definitions={"A": [1]}), "definitions: expected a mapping of NAME to string"),
+    (lambda d: d.update(flags={"Rust": []}), "flags: unknown CMake language 'Rust'"),
+    (lambda d: d["compilers"]["CUDA"].update(env=""), "compilers.CUDA.env: expected a non-empty string"),
 ])
 def test_malformed_profiles_are_one_line_errors(tmp_path, mutate, fragment):
     path = _write(tmp_path, "bad", mutate)
     with pytest.raises(InputError) as e:
         parse_profile(path)
     message = str(e.value)
-    assert message.startswith(str(path) + ": ") and "\n" not in message
+    assert re.match(re.escape(str(path)) + r":\d+: ", message) and "\n" not in message  # file:line: key
     assert fragment in message
+
+
+def test_profile_errors_name_the_yaml_line_of_the_key(tmp_path):
+    path = tmp_path / "toy.yaml"
+    path.write_text("name: toy\nlanguages: [C, CXX]\ndevice:\n  language: CXX\ncompilers:\n"
+                    "  CXX:\n    names: [c++]\n    home:\n      bni: bin/c++\n")
+    with pytest.raises(InputError) as e:
+        parse_profile(path)
+    assert str(e.value) == f"{path}:9: compilers.CXX.home.bni: unknown key (did you mean 'bin'?)"
 
 
 def test_profile_name_must_match_file_and_yaml_errors_give_the_line(tmp_path):
     path = _write(tmp_path, "other", lambda d: None)
     renamed = path.rename(tmp_path / "third.yaml")
-    with pytest.raises(InputError, match="name 'other' does not match the file name 'third'"):
+    with pytest.raises(InputError, match=r"third.yaml:\d+: name: 'other' does not match the file name 'third'"):
         parse_profile(renamed)
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: broken\nlanguages: [C, CXX\ndevice: {}\n")
     with pytest.raises(InputError) as e:
         parse_profile(broken)
-    assert str(e.value).startswith(f"{broken}:") and "not valid YAML" in str(e.value)
+    assert str(e.value).startswith(f"{broken}:") and "invalid YAML" in str(e.value)

@@ -6,26 +6,73 @@ the SDK environment variables and the CMake definitions. Adding a backend means 
 ``WRAPPED_CMAKE_PROFILES`` (a path list) adds directories searched before the built-in ones,
 and ``--backend path/to/x.yaml`` loads one file directly.
 
-Every problem is an :class:`InputError` of the form ``<file>: <problem>``.
+A profile file is read through :mod:`basekit.config` against ``_ProfileFile`` (the schema
+below): every problem is an :class:`InputError` naming the file, the YAML line, the key path
+and the problem (``cuda.yaml:12: compilers.CUDA.nmes: unknown key (did you mean 'names'?)``).
 """
 from __future__ import annotations
 
 import os
 import re
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Literal
 
 import yaml
+
+from basekit.config import Document, conf, load_document_text
 
 from .errors import InputError
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "profiles"
 PROFILE_PATH_ENV = "WRAPPED_CMAKE_PROFILES"
-LANGUAGES = ("C", "CXX", "CUDA", "HIP", "OBJC", "OBJCXX", "Fortran", "ASM")
+Language = Literal["C", "CXX", "CUDA", "HIP", "OBJC", "OBJCXX", "Fortran", "ASM"]
+LANGUAGES: tuple[str, ...] = typing.get_args(Language)
 MAX_PROFILE_BYTES = 1 << 20
 MAX_DEPTH = 32
 MAX_ALIASES = 64
+
+
+# --- field checks (basekit.config: return the value or raise ValueError with the problem) ----
+
+def _non_empty(v: str | None) -> str | None:
+    if v is not None and not v:
+        raise ValueError("expected a non-empty string, got an empty one")
+    return v
+
+
+def _env_name(name: str) -> str:
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise ValueError(f"{name!r} is not an environment variable name")
+    return name
+
+
+def _probe(argv: tuple[str, ...]) -> tuple[str, ...]:
+    if argv and not ("{compiler}" in argv and "{host}" in argv):
+        raise ValueError("must contain {compiler} and {host}")
+    return argv
+
+
+def _suffixes(suffixes: tuple[str, ...]) -> tuple[str, ...]:
+    bad = next((s for s in suffixes if not s.startswith(".")), None)
+    if bad is not None:
+        raise ValueError(f"{bad!r} must start with '.'")
+    return suffixes
+
+
+def _by_language(m: Mapping[str, Any]) -> Mapping[str, Any]:
+    bad = next((k for k in m if k not in LANGUAGES), None)
+    if bad is not None:
+        raise ValueError(f"unknown CMake language {bad!r} (one of {', '.join(LANGUAGES)})")
+    return m
+
+
+def _definitions(m: Mapping[str, Any]) -> dict[str, str]:
+    if not all(isinstance(v, (str, int, bool)) for v in m.values()):
+        raise ValueError("expected a mapping of NAME to string")
+    return {k: _cmake_str(v) for k, v in m.items()}
 
 
 @dataclass(frozen=True)
@@ -41,23 +88,23 @@ class CompilerSpec:
 
 @dataclass(frozen=True)
 class HostCompilerSpec:
-    variable: str  # e.g. CMAKE_CUDA_HOST_COMPILER
+    variable: str = conf(check=_non_empty)  # e.g. CMAKE_CUDA_HOST_COMPILER
     env: tuple[str, ...] = ()
-    probe: tuple[str, ...] = ()  # argv with {compiler} and {host}
+    probe: tuple[str, ...] = conf((), check=_probe)  # argv with {compiler} and {host}
 
 
 @dataclass(frozen=True)
 class EnvVarSpec:
-    name: str
+    name: str = conf(check=_env_name)
     alternatives: tuple[str, ...] = ()
     required: bool = False
-    default: str | None = None  # "compiler-home": the SDK root of the device compiler found
+    default: Literal["compiler-home"] | None = None  # the SDK root of the device compiler found
 
 
 @dataclass(frozen=True)
 class TorchSpec:
-    version_attr: str | None = None  # torch.version.<attr> is set in a device build
-    package: str | None = None  # or: a separate package provides the device build
+    version_attr: str | None = conf(None, check=_non_empty)  # torch.version.<attr> is set in a device build
+    package: str | None = conf(None, check=_non_empty)  # or: a separate package provides the device build
     device_libraries: tuple[str, ...] = ()
 
 
@@ -118,29 +165,97 @@ def load_profile(name_or_path: str, env: Mapping[str, str] | None = None,
     return parse_profile(known[name_or_path])
 
 
+# --- the file's schema (HostCompilerSpec, EnvVarSpec and TorchSpec are read as they are) ------
+
+@dataclass(frozen=True)
+class _Home:
+    env: tuple[str, ...] = ()
+    bin: str | None = conf(None, check=_non_empty)
+    default: tuple[str, ...] = ()
+    marker: str | None = conf(None, check=_non_empty)
+
+
+@dataclass(frozen=True)
+class _Compiler:
+    env: str | None = conf(None, check=_non_empty)
+    names: tuple[str, ...] = ()
+    home: _Home = conf(default_factory=_Home)
+
+    def spec(self, language: str) -> CompilerSpec:
+        h = self.home
+        return CompilerSpec(language, self.env, self.names, h.env, h.bin, h.default, h.marker)
+
+
+@dataclass(frozen=True)
+class _Device:
+    language: Language
+    suffixes: tuple[str, ...] = conf((), check=_suffixes)
+    flags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _ProfileFile:
+    name: str = conf(check=_non_empty)
+    languages: tuple[Language, ...]
+    device: _Device
+    description: str = ""
+    compilers: Mapping[str, _Compiler] = conf(default_factory=dict, check=_by_language)
+    host_compiler: HostCompilerSpec | None = None
+    standard: Literal[11, 14, 17, 20, 23] | None = None
+    flags: Mapping[str, tuple[str, ...]] = conf(default_factory=dict, check=_by_language)
+    macros: tuple[str, ...] = ()
+    find_packages: tuple[str, ...] = ()
+    include_dirs: tuple[str, ...] = ()
+    library_dirs: tuple[str, ...] = ()
+    libraries: tuple[str, ...] = ()
+    environment: tuple[EnvVarSpec, ...] = ()
+    definitions: Mapping[str, Any] = conf(default_factory=dict, check=_definitions)
+    torch: TorchSpec | None = None
+
+
 def parse_profile(path: Path) -> Profile:
+    """The profile in ``path``; InputError names the file, the YAML line, the key and the problem."""
     from .readfile import read_regular
     try:
         text = read_regular(path, MAX_PROFILE_BYTES).decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(str(path), f"profile is not UTF-8 (byte {e.start})") from None
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        _check_shape(text, loader, path)
-        data = yaml.load(text, Loader=loader)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        loc = f"{path}:{mark.line + 1}" if mark else str(path)
-        problem = (getattr(e, "problem", None) or str(e)).splitlines()[0]  # one line
-        raise InputError(loc, f"not valid YAML: {problem}") from None
-    return _Validator(path).profile(data)
+    doc = load_document_text(text, str(path))
+    _check_shape(text, path)
+    return _profile(doc, path)
 
 
-def _check_shape(text: str, loader, path: Path) -> None:
-    """Walk the parser's events before anything is built: nesting deeper than MAX_DEPTH or
-    more than MAX_ALIASES aliases (a billion-laughs document) is refused, without recursion."""
+def _profile(doc: Document, path: Path) -> Profile:
+    f = doc.read(_ProfileFile)
+    if f.name != path.stem:
+        doc.fail(("name",), f"{f.name!r} does not match the file name {path.stem!r}")
+    if f.device.language not in f.languages:
+        doc.fail(("device", "language"),
+                 f"{f.device.language!r} is not in languages [{', '.join(f.languages)}]")
+    for lang, c in f.compilers.items():
+        if not c.names and not c.home.bin:
+            doc.fail(("compilers", lang), "needs names (searched on PATH) or home.bin")
+    compilers = {lang: spec for lang, spec in DEFAULT_COMPILERS.items() if lang in f.languages}
+    compilers.update((lang, c.spec(lang)) for lang, c in f.compilers.items())
+    missing = [lang for lang in f.languages if lang not in compilers]
+    if missing:
+        doc.fail(("languages",), f"{', '.join(missing)} need an entry under compilers")
+    if f.torch is not None and (f.torch.version_attr is None) == (f.torch.package is None):
+        doc.fail(("torch",), "give exactly one of version_attr or package")
+    return Profile(
+        name=f.name, path=path, description=f.description, languages=f.languages,
+        device_language=f.device.language, device_suffixes=f.device.suffixes,
+        device_flags=f.device.flags, compilers=compilers, host_compiler=f.host_compiler,
+        standard=f.standard, flags=dict(f.flags), macros=f.macros, find_packages=f.find_packages,
+        include_dirs=f.include_dirs, library_dirs=f.library_dirs, libraries=f.libraries,
+        environment=f.environment, definitions=dict(f.definitions), torch=f.torch)
+
+
+def _check_shape(text: str, path: Path) -> None:
+    """Walk the parser's events: nesting deeper than MAX_DEPTH or more than MAX_ALIASES aliases
+    (a profile needs none) is refused, without recursion. Tighter than basekit's YAML bounds."""
     depth = aliases = 0
-    for event in yaml.parse(text, Loader=loader):
+    for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_DEPTH:
@@ -157,169 +272,6 @@ def _check_shape(text: str, loader, path: Path) -> None:
 def _at(path: Path, event) -> str:
     mark = getattr(event, "start_mark", None)
     return f"{path}:{mark.line + 1}" if mark else str(path)
-
-
-class _Validator:
-    """Checks a parsed YAML document against the profile schema, one clear error at a time."""
-
-    TOP = {"name": True, "description": False, "languages": True, "device": True,
-           "compilers": False, "host_compiler": False, "standard": False, "flags": False,
-           "macros": False, "find_packages": False, "include_dirs": False,
-           "library_dirs": False, "libraries": False, "environment": False,
-           "definitions": False, "torch": False}
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def fail(self, problem: str) -> InputError:
-        return InputError(str(self.path), problem)
-
-    def keys(self, d: Any, allowed: dict[str, bool], ctx: str) -> dict:
-        if not isinstance(d, dict):
-            raise self.fail(f"{ctx or 'profile'}: expected a mapping, got {_tname(d)}")
-        for k in d:
-            if k not in allowed:
-                raise self.fail(f"unknown key {ctx + '.' if ctx else ''}{k}"
-                                f"{_suggest(str(k), allowed)}")
-        for k, required in allowed.items():
-            if required and k not in d:
-                raise self.fail(f"missing required key {ctx + '.' if ctx else ''}{k}")
-        return d
-
-    def strs(self, v: Any, ctx: str) -> tuple[str, ...]:
-        if v is None:
-            return ()
-        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-            raise self.fail(f"{ctx}: expected a list of strings, got {_tname(v)}")
-        return tuple(v)
-
-    def str_(self, v: Any, ctx: str, optional: bool = False) -> str | None:
-        if v is None and optional:
-            return None
-        if not isinstance(v, str) or not v:
-            raise self.fail(f"{ctx}: expected a non-empty string, got {_tname(v)}")
-        return v
-
-    def language(self, v: Any, ctx: str) -> str:
-        s = self.str_(v, ctx)
-        if s not in LANGUAGES:
-            raise self.fail(f"{ctx}: unknown CMake language {s!r} (one of {', '.join(LANGUAGES)})")
-        return s
-
-    def profile(self, d: Any) -> Profile:
-        d = self.keys(d, self.TOP, "")
-        name = self.str_(d["name"], "name")
-        if name != self.path.stem:
-            raise self.fail(f"name {name!r} does not match the file name {self.path.stem!r}")
-        languages = tuple(self.language(x, "languages") for x in self.strs(d["languages"],
-                                                                          "languages"))
-        dev = self.keys(d["device"], {"language": True, "suffixes": False, "flags": False},
-                        "device")
-        dev_lang = self.language(dev["language"], "device.language")
-        if dev_lang not in languages:
-            raise self.fail(f"device.language {dev_lang!r} is not in languages "
-                            f"[{', '.join(languages)}]")
-        suffixes = self.strs(dev.get("suffixes"), "device.suffixes")
-        for s in suffixes:
-            if not s.startswith("."):
-                raise self.fail(f"device.suffixes: {s!r} must start with '.'")
-        compilers = {lang: spec for lang, spec in DEFAULT_COMPILERS.items() if lang in languages}
-        given = d.get("compilers") or {}
-        if not isinstance(given, dict):
-            raise self.fail(f"compilers: expected a mapping of language to compiler, "
-                            f"got {type(given).__name__}")
-        for lang, spec in given.items():
-            compilers[self.language(lang, "compilers")] = self.compiler(lang, spec)
-        missing = [lang for lang in languages if lang not in compilers]
-        if missing:
-            raise self.fail(f"languages {', '.join(missing)} need an entry under compilers")
-        standard = d.get("standard")
-        if standard is not None and (not isinstance(standard, int) or isinstance(standard, bool)
-                                     or standard not in (11, 14, 17, 20, 23)):
-            raise self.fail(f"standard: expected one of 11, 14, 17, 20, 23, got {standard!r}")
-        flags = d.get("flags") or {}
-        if not isinstance(flags, dict):
-            raise self.fail(f"flags: expected a mapping of language to list, got {_tname(flags)}")
-        definitions = d.get("definitions") or {}
-        if not isinstance(definitions, dict) or not all(
-                isinstance(v, (str, int, bool)) for v in definitions.values()):
-            raise self.fail("definitions: expected a mapping of NAME to string")
-        return Profile(
-            name=name, path=self.path, description=d.get("description") or "",
-            languages=languages, device_language=dev_lang, device_suffixes=suffixes,
-            device_flags=self.strs(dev.get("flags"), "device.flags"), compilers=compilers,
-            host_compiler=self.host(d.get("host_compiler")), standard=standard,
-            flags={self.language(k, "flags"): self.strs(v, f"flags.{k}") for k, v in flags.items()},
-            macros=self.strs(d.get("macros"), "macros"),
-            find_packages=self.strs(d.get("find_packages"), "find_packages"),
-            include_dirs=self.strs(d.get("include_dirs"), "include_dirs"),
-            library_dirs=self.strs(d.get("library_dirs"), "library_dirs"),
-            libraries=self.strs(d.get("libraries"), "libraries"),
-            environment=self.environment(d.get("environment")),
-            definitions={str(k): _cmake_str(v) for k, v in definitions.items()},
-            torch=self.torch(d.get("torch")),
-        )
-
-    def compiler(self, lang: str, d: Any) -> CompilerSpec:
-        ctx = f"compilers.{lang}"
-        d = self.keys(d, {"env": False, "names": False, "home": False}, ctx)
-        home = self.keys(d.get("home") or {}, {"env": False, "bin": False, "default": False,
-                                                 "marker": False},
-                         ctx + ".home")
-        names = self.strs(d.get("names"), ctx + ".names")
-        if not names and not home.get("bin"):
-            raise self.fail(f"{ctx}: needs names (searched on PATH) or home.bin")
-        return CompilerSpec(lang, env=self.str_(d.get("env"), ctx + ".env", optional=True),
-                            names=names, home_env=self.strs(home.get("env"), ctx + ".home.env"),
-                            home_bin=self.str_(home.get("bin"), ctx + ".home.bin", optional=True),
-                            home_default=self.strs(home.get("default"), ctx + ".home.default"),
-                            home_marker=self.str_(home.get("marker"), ctx + ".home.marker",
-                                                  optional=True))
-
-    def host(self, d: Any) -> HostCompilerSpec | None:
-        if d is None:
-            return None
-        d = self.keys(d, {"variable": True, "env": False, "probe": False}, "host_compiler")
-        probe = self.strs(d.get("probe"), "host_compiler.probe")
-        if probe and not ("{compiler}" in probe and "{host}" in probe):
-            raise self.fail("host_compiler.probe must contain {compiler} and {host}")
-        return HostCompilerSpec(self.str_(d["variable"], "host_compiler.variable"),
-                                self.strs(d.get("env"), "host_compiler.env"), probe)
-
-    def environment(self, v: Any) -> tuple[EnvVarSpec, ...]:
-        if v is None:
-            return ()
-        if not isinstance(v, list):
-            raise self.fail(f"environment: expected a list, got {_tname(v)}")
-        out = []
-        for i, item in enumerate(v):
-            ctx = f"environment[{i}]"
-            item = self.keys(item, {"name": True, "alternatives": False, "required": False,
-                                    "default": False}, ctx)
-            name = self.str_(item["name"], ctx + ".name")
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-                raise self.fail(f"{ctx}.name: {name!r} is not an environment variable name")
-            default = item.get("default")
-            if default not in (None, "compiler-home"):
-                raise self.fail(f"{ctx}.default: only 'compiler-home' is supported, "
-                                f"got {default!r}")
-            required = item.get("required", False)
-            if not isinstance(required, bool):
-                raise self.fail(f"{ctx}.required: expected true or false, got {required!r}")
-            out.append(EnvVarSpec(name, self.strs(item.get("alternatives"), ctx + ".alternatives"),
-                                  required, default))
-        return tuple(out)
-
-    def torch(self, d: Any) -> TorchSpec | None:
-        if d is None:
-            return None
-        d = self.keys(d, {"version_attr": False, "package": False, "device_libraries": False},
-                      "torch")
-        if bool(d.get("version_attr")) == bool(d.get("package")):
-            raise self.fail("torch: give exactly one of version_attr or package")
-        return TorchSpec(self.str_(d.get("version_attr"), "torch.version_attr", optional=True),
-                         self.str_(d.get("package"), "torch.package", optional=True),
-                         self.strs(d.get("device_libraries"), "torch.device_libraries"))
 
 
 def expand_env(value: str, env: Mapping[str, str]) -> str:
@@ -342,8 +294,3 @@ def _suggest(word: str, choices) -> str:
     import difflib  # only on this path: keeps start-up fast
     close = difflib.get_close_matches(word, list(choices), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def _tname(v: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", type(None): "nothing"}.get(
-        type(v), type(v).__name__)
