@@ -18,6 +18,7 @@ from tdev.scan.cmake_syntax import parse_condition, tokenize
 from tdev.scan.cmakefile import scan_cmake
 from tdev.scan.rules import BuildListSpec, BuildRules, RulesError, load_rules
 from tdev.scan.starlark import evaluate_starlark
+from test_patch_support import make_tree
 
 LIMIT_S = 5.0
 RULES = BuildRules(bzl=(BuildListSpec("build_variables.bzl", ("gpu_*",), ("*",)),),
@@ -45,14 +46,6 @@ def timed(fn, *args):
     if "error" in box:
         raise box["error"]
     return box["value"]
-
-
-def make_tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return root
 
 
 def build(root: Path, files: dict[str, str], rules: BuildRules = RULES):
