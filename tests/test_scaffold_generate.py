@@ -31,7 +31,7 @@ LAYOUT = ["setup.py", "pyproject.toml", "README.md",
           "tests/test_rnn.py", "tests/test_quantized.py", "tests/test_runtime.py",
           "tests/test_serialization.py", "tests/test_autocast_unsafe.py",
           "tests/test_profiler.py", "tests/test_sdpa.py", "{pkg}/attention.py",
-          "tests/test_compile.py", "{pkg}/compile.py", "{pkg}/after_import.py"]
+          "tests/test_compile.py", "{pkg}/compile.py"]
 
 
 @pytest.fixture(scope="module")
