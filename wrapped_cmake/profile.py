@@ -215,9 +215,9 @@ class _ProfileFile:
 
 def parse_profile(path: Path) -> Profile:
     """The profile in ``path``; InputError names the file, the YAML line, the key and the problem."""
-    from .readfile import read_regular
+    from basekit.docread import read_regular
     try:
-        text = read_regular(path, MAX_PROFILE_BYTES).decode("utf-8")
+        text = read_regular(path, max_bytes=MAX_PROFILE_BYTES, what="profile").decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(str(path), f"profile is not UTF-8 (byte {e.start})") from None
     doc = load_document_text(text, str(path))

@@ -236,8 +236,8 @@ def _read_toml(path: Path) -> dict:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
         import tomli as tomllib  # type: ignore[no-redef]
-    from .readfile import read_regular
-    raw = read_regular(path, MAX_PYPROJECT_BYTES)
+    from basekit.docread import read_regular
+    raw = read_regular(path, max_bytes=MAX_PYPROJECT_BYTES, what="pyproject.toml")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
