@@ -16,6 +16,7 @@ import errno
 import fcntl
 import os
 import shutil
+import stat
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator
@@ -257,6 +258,28 @@ def dir_lock(directory: Path) -> Iterator[None]:
 
 
 # --- paths -----------------------------------------------------------------------------------
+
+def link_or_copy(src: str | Path, dst: str | Path) -> None:
+    """Put ``src`` at ``dst`` without changing ``src``: a hard link (of a symlink itself, not its
+    target), else, where the file system refuses one, a copy (a symlink as a symlink, a FIFO as a
+    new FIFO, a regular file with its metadata). A device or socket cannot be carried: OSError."""
+    try:
+        os.link(src, dst, follow_symlinks=False)
+        return
+    except OSError as e:
+        if e.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.EACCES):
+            raise
+    st = os.lstat(src)
+    if stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(src), dst)
+    elif stat.S_ISREG(st.st_mode):
+        shutil.copy2(src, dst, follow_symlinks=False)
+    elif stat.S_ISFIFO(st.st_mode):
+        os.mkfifo(dst, stat.S_IMODE(st.st_mode))
+    else:
+        raise OSError(errno.EPERM, f"cannot carry {src} (a device or socket) into the new tree; "
+                                   "move it out of the way")
+
 
 def safe_join(base: str | Path, rel: str) -> Path:
     """``base / rel`` for a relative posix path that stays inside ``base`` (no absolute paths, no

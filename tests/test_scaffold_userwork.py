@@ -190,7 +190,7 @@ scaffold(vendor, out=out, force=True, discard_changes=True)
 
 # (where the run is killed, whether the new package is in place afterwards)
 KILL_POINTS = [
-    ("after:userwork._link_or_copy", False),  # carrying the user's files into the staging tree
+    ("after:userwork.link_or_copy", False),  # carrying the user's files into the staging tree
     ("before:fs.exchange", False),
     ("after:fs.exchange", True),  # swapped; the old tree not yet deleted
 ]

@@ -15,13 +15,13 @@ Deleted files are simply written again. Like git's checkout: untracked files sta
 modifications stop the run."""
 from __future__ import annotations
 
-import errno
 import os
-import shutil
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
+
+from basekit.fs import link_or_copy
 
 from .manifest import VerifyResult
 
@@ -101,22 +101,4 @@ def carry(work: LocalWork, old: Path, new: Path) -> None:
     for p in work.keep_files:
         src, dst = old / p, new / p
         dst.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(src, dst, follow_symlinks=False)
-        except OSError as e:
-            if e.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.EACCES):
-                raise
-            _copy(src, dst)
-
-
-def _copy(src: Path, dst: Path) -> None:
-    st = os.lstat(src)
-    if stat.S_ISLNK(st.st_mode):
-        os.symlink(os.readlink(src), dst)
-    elif stat.S_ISREG(st.st_mode):
-        shutil.copy2(src, dst, follow_symlinks=False)
-    elif stat.S_ISFIFO(st.st_mode):
-        os.mkfifo(dst, stat.S_IMODE(st.st_mode))
-    else:
-        raise OSError(errno.EPERM, f"cannot carry {src} (a device or socket) into the new tree; "
-                                   "move it out of the extraction")
+        link_or_copy(src, dst)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from basekit.docread import BadInput, load_json, read_regular
-from basekit.fs import PathEscapeError, safe_join
+from basekit.fs import PathEscapeError, link_or_copy, safe_join
 
 MARKER = ".tdev-scaffold.json"
 STATE_DIR = ".tdev-scaffold"  # BASE below it; never a user's path
@@ -210,16 +210,6 @@ def carry_over(old: Path, new: Path, paths: list[str]) -> None:
         src, dest = old / rel.rstrip("/"), safe_join(new, rel.rstrip("/"))
         dest.parent.mkdir(parents=True, exist_ok=True)
         if src.is_dir() and not src.is_symlink():
-            shutil.copytree(src, dest, symlinks=True, copy_function=_link_or_copy)
+            shutil.copytree(src, dest, symlinks=True, copy_function=link_or_copy)
         else:
-            _link_or_copy(src, dest)
-
-
-def _link_or_copy(src: str | Path, dest: str | Path) -> None:
-    if os.path.islink(src):
-        os.symlink(os.readlink(src), dest)
-        return
-    try:
-        os.link(src, dest, follow_symlinks=False)
-    except OSError:
-        shutil.copy2(src, dest, follow_symlinks=False)
+            link_or_copy(src, dest)
