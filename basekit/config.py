@@ -43,7 +43,6 @@ Generic layer: imports nothing but ``basekit``.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 import types
 import typing
@@ -250,6 +249,7 @@ def _dataclass(doc: Document, schema: type, value: Any, path: KeyPath) -> Any:
     known = [f.key for f in fields]
     for k in value:
         if k not in known:
+            import difflib  # only on this path: every scan reads its rules through here
             close = difflib.get_close_matches(str(k), known, n=1)
             hint = f"did you mean '{close[0]}'?" if close else "known: " + ", ".join(known)
             doc.fail(path + (str(k),), f"unknown key ({hint})")
