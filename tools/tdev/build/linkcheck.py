@@ -1,0 +1,203 @@
+"""The link check of a standalone torch_cuda build (issue 12): closure and coverage.
+
+Pure core: symbol tables in (:mod:`tdev.build.elfsyms`, from ELF files or dumps), typed results
+out. Where the tables come from (stage 1, the CUDA libraries, the system) is
+:mod:`tdev.build.linkinputs`; how a missing symbol is put in a source directory is
+:mod:`tdev.build.linkgroups`.
+
+1. **closure** (:func:`closure`): every GLOBAL undefined symbol of the standalone libraries must be
+   exported by a provider or by another standalone library (a WEAK undefined one may stay
+   unresolved). For a subset build, a symbol still unresolved is acceptable when the stock CUDA
+   libraries (``libtorch_cuda``, ``libtorch_cuda_linalg``, ``libc10_cuda``) define it, in any table,
+   hidden ones included: the subset is then a true part of the whole. Unresolved symbols are
+   split into "defined by stock torch_cuda" and "defined nowhere".
+2. **coverage** (:func:`coverage`): what the wheel's ``libtorch_python``, ``libtorch`` and
+   ``torch/_C*.so`` import from the stock CUDA libraries (undefined in the importer, exported by a
+   stock CUDA library, and not exported by any other library they may bind to) must be exported
+   by the standalone build.
+
+Symbol versions: a reference ``foo@V`` binds only to a definition ``foo@V`` or ``foo@@V``; an
+unversioned reference binds to an unversioned definition or to the default (``@@``) one. So
+``operator new(unsigned long, std::align_val_t)@GLIBCXX_3.4.22``, which libtorch_python takes
+from libstdc++, is not an import from libtorch_cuda although libtorch_cuda defines (and exports)
+an unversioned copy.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from .elfsyms import SymbolTable
+
+Ref = tuple[str, "str | None"]  # (name, version)
+
+
+class DefIndex:
+    """Which libraries define a name, with which versions: exported definitions only (what the
+    dynamic linker can bind to), or every definition (``every=True``: hidden and local ones too)."""
+
+    def __init__(self, tables: Iterable[SymbolTable], every: bool = False) -> None:
+        self._defs: dict[str, list[tuple[str | None, bool, str]]] = defaultdict(list)
+        for t in tables:
+            for s in (t.defined() if every else t.exported()):
+                self._defs[s.name].append((s.version, s.default_version, t.name))
+
+    def providers(self, name: str, version: str | None) -> tuple[str, ...]:
+        """The libraries a reference to ``name`` (``@version``) binds to."""
+        found = []
+        for v, default, lib in self._defs.get(name, ()):
+            if (v == version) if version is not None else (v is None or default):
+                if lib not in found:
+                    found.append(lib)
+        return tuple(found)
+
+    def versions(self, name: str) -> tuple[str, ...]:
+        """Every version ``name`` is defined with ("" for unversioned)."""
+        return tuple(sorted({v or "" for v, _, _ in self._defs.get(name, ())}))
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._defs
+
+
+# --- closure -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Unresolved:
+    name: str  # mangled
+    version: str | None
+    needed_by: tuple[str, ...]  # the standalone libraries that reference it
+    stock: tuple[str, ...]  # the stock CUDA libraries that define it (any table)
+    hidden_in: tuple[str, ...]  # standalone libraries that define it, not exported
+    other_versions: tuple[str, ...]  # the versions providers export it with, when not this one
+
+    def to_json(self) -> dict:
+        d = {"name": self.name, "needed_by": list(self.needed_by)}
+        for key in ("version",):
+            if self.version is not None:
+                d[key] = self.version
+        for key in ("stock", "hidden_in", "other_versions"):
+            if getattr(self, key):
+                d[key] = list(getattr(self, key))
+        return d
+
+
+@dataclass(frozen=True)
+class ClosureResult:
+    libraries: tuple[str, ...]  # the standalone libraries checked
+    providers: tuple[str, ...]
+    subset: bool
+    references: int  # GLOBAL undefined references checked (over all standalone libraries)
+    in_stock: tuple[Unresolved, ...]  # unresolved, defined by the stock CUDA libraries
+    nowhere: tuple[Unresolved, ...]  # unresolved, defined nowhere
+
+    @property
+    def ok(self) -> bool:
+        return not self.nowhere and (self.subset or not self.in_stock)
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "subset": self.subset, "libraries": list(self.libraries),
+                "providers": len(self.providers), "references": self.references,
+                "unresolved_in_stock": [u.to_json() for u in self.in_stock],
+                "unresolved_nowhere": [u.to_json() for u in self.nowhere]}
+
+
+def closure(standalone: Iterable[SymbolTable], providers: Iterable[SymbolTable],
+            stock_cuda: Iterable[SymbolTable], subset: bool = False) -> ClosureResult:
+    """Resolve every GLOBAL undefined symbol of ``standalone`` against the exports of
+    ``providers`` and of the standalone libraries themselves."""
+    standalone, providers = tuple(standalone), tuple(providers)
+    exported = DefIndex(standalone + providers)
+    needed: dict[Ref, list[str]] = {}
+    references = 0
+    for t in standalone:
+        for s in t.imported():
+            if s.bind != "GLOBAL":
+                continue  # a weak reference may stay unresolved
+            references += 1
+            if not exported.providers(s.name, s.version):
+                needed.setdefault((s.name, s.version), []).append(t.name)
+    stock, local = DefIndex(stock_cuda, every=True), DefIndex(standalone, every=True)
+    in_stock, nowhere = [], []
+    for (name, version), libs in sorted(needed.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        hidden = tuple(lib for lib in local.providers(name, version) if lib not in libs)
+        u = Unresolved(name, version, tuple(libs), stock.providers(name, version), hidden,
+                       exported.versions(name) if name in exported else ())
+        (in_stock if u.stock else nowhere).append(u)
+    return ClosureResult(tuple(t.name for t in standalone), tuple(t.name for t in providers), subset,
+                         references, tuple(in_stock), tuple(nowhere))
+
+
+# --- coverage ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Import:
+    name: str  # mangled
+    version: str | None
+    importers: tuple[str, ...]  # libtorch_python.so, ...
+    stock: tuple[str, ...]  # the stock CUDA libraries that export it
+
+    def to_json(self) -> dict:
+        d = {"name": self.name, "importers": list(self.importers), "stock": list(self.stock)}
+        if self.version is not None:
+            d["version"] = self.version
+        return d
+
+
+@dataclass(frozen=True)
+class Group:
+    directory: str  # the PyTorch source directory that should define the symbols ("" unknown)
+    how: str  # "rule" (a prefix rule), "source" (found in the extraction's sources), "unknown"
+    symbols: tuple[tuple[Import, str], ...]  # (the import, its demangled name)
+
+    def to_json(self) -> dict:
+        return {"directory": self.directory, "how": self.how,
+                "symbols": [dict(i.to_json(), demangled=d) for i, d in self.symbols]}
+
+
+@dataclass(frozen=True)
+class CoverageResult:
+    per_importer: Mapping[str, int]  # importer -> how many symbols it imports from the stock CUDA libs
+    required: tuple[Import, ...]  # every such import (union over the importers)
+    missing: tuple[Import, ...]  # those the standalone build does not export
+    groups: tuple[Group, ...]  # ``missing`` by source directory (empty until grouped)
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "imports_per_importer": dict(self.per_importer),
+                "required": len(self.required), "missing": len(self.missing),
+                "groups": [g.to_json() for g in self.groups]}
+
+
+def cuda_imports(importers: Iterable[SymbolTable], stock_cuda: Iterable[SymbolTable],
+                 others: Iterable[SymbolTable]) -> tuple[dict[str, int], tuple[Import, ...]]:
+    """What each importer takes from the stock CUDA libraries: undefined in it, exported by a
+    stock CUDA library, and exported by none of ``others`` (stage 1's other libraries, CUDA's,
+    the system's), which would serve it as well."""
+    stock, other = DefIndex(stock_cuda), DefIndex(others)
+    found: dict[Ref, tuple[list[str], tuple[str, ...]]] = {}
+    per: dict[str, int] = {}
+    for t in importers:
+        count = 0
+        for s in t.imported():
+            libs = stock.providers(s.name, s.version)
+            if libs and not other.providers(s.name, s.version):
+                count += 1
+                found.setdefault((s.name, s.version), ([], libs))[0].append(t.name)
+        per[t.name] = count
+    imports = tuple(Import(n, v, tuple(imp), libs) for (n, v), (imp, libs)
+                    in sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")))
+    return per, imports
+
+
+def coverage(standalone: Iterable[SymbolTable], importers: Iterable[SymbolTable],
+             stock_cuda: Iterable[SymbolTable], others: Iterable[SymbolTable]) -> CoverageResult:
+    """Which of the importers' stock-CUDA imports the standalone libraries do not export
+    (ungrouped: :func:`tdev.build.linkgroups.group` puts them in directories)."""
+    per, imports = cuda_imports(importers, stock_cuda, others)
+    built = DefIndex(standalone)
+    missing = tuple(i for i in imports if not built.providers(i.name, i.version))
+    return CoverageResult(per, imports, missing, ())

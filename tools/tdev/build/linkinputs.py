@@ -1,0 +1,181 @@
+"""Where the link check's symbol tables come from: the standalone build, stage 1, CUDA, the system.
+
+What plays which part is data (tools/tdev/data/linkcheck.yaml, :class:`LinkData`); this module
+finds the files and reads them (:mod:`tdev.build.elfsyms`: ELF files or dumps). The stage-1 torch
+is ``tdev.build.wheel.find_stage1_torch`` when that is there, else the site-packages of a given
+python (asked in a subprocess; torch is not imported).
+"""
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from basekit.config import conf, read_config
+from basekit.errors import InputError
+
+from .elfsyms import SymbolTable, read_tables
+from .linkgroups import GroupRule
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "linkcheck.yaml"
+
+
+def _version(value: int) -> int:
+    if value != 1:
+        raise ValueError(f"version {value}; this reader reads 1")
+    return value
+
+
+@dataclass(frozen=True)
+class Stage1Parts:
+    providers: tuple[str, ...]
+    stock_cuda: tuple[str, ...]
+    importers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CudaParts:
+    toolkit: tuple[str, ...] = ()
+    wheels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LinkData:
+    version: int = conf(check=_version)
+    build: tuple[str, ...] = ()
+    stage1: Stage1Parts | None = None
+    cuda: CudaParts = CudaParts()
+    system: tuple[str, ...] = ()
+    sources_exclude: tuple[str, ...] = ()
+    groups: tuple[GroupRule, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupFile:
+    groups: tuple[GroupRule, ...]
+
+
+def load_data(extra_groups: Path | None = None) -> LinkData:
+    """The shipped data, with the rules of ``extra_groups`` (a YAML file with ``groups:``) first."""
+    data = read_config(LinkData, DATA, what="link-check data")
+    if data.stage1 is None:
+        raise InputError(DATA, "stage1: missing")
+    if extra_groups is None:
+        return data
+    user = read_config(GroupFile, extra_groups, what="link-check groups")
+    return replace(data, groups=user.groups + data.groups)
+
+
+@dataclass(frozen=True)
+class Stage1Site:
+    site_packages: Path  # holds torch/ and nvidia/
+    torch_dir: Path
+
+
+def stage1_site(python: Path | None, version: str | None, env: Mapping[str, str]) -> Stage1Site:
+    """The stage-1 torch. With the extraction's release ``version``: ``find_stage1_torch``
+    (``python`` or its default; a release mismatch is bad input naming both). Without one: the
+    torch of ``python``, whatever its release."""
+    if version is not None:
+        from tdev.build.wheel import find_stage1_torch
+
+        torch_dir = Path(find_stage1_torch(python, version, env).torch_dir)
+        return Stage1Site(torch_dir.parent, torch_dir)
+    if python is None:
+        raise InputError("--stage1-python", "required (or --source EXTRACTION, whose release picks the stage-1 torch)")
+    code = ("import importlib.util as u, os; s = u.find_spec('torch'); "
+            "print(os.path.dirname(s.origin) if s and s.origin else '')")
+    try:
+        proc = subprocess.run([os.fspath(python), "-I", "-c", code], capture_output=True, text=True,
+                              timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise InputError(python, f"cannot run ({e})") from None
+    torch_dir = proc.stdout.strip()
+    if proc.returncode != 0 or not torch_dir:
+        raise InputError(python, "has no torch package (not a stage-1 python)")
+    return Stage1Site(Path(torch_dir).parent, Path(torch_dir))
+
+
+def _expand(base: Path, patterns: Sequence[str]) -> list[Path]:
+    """Files matching ``patterns`` under ``base``, each real file once (symlinks followed)."""
+    out, seen = [], set()
+    for pattern in patterns:
+        for hit in sorted(glob.glob(os.path.join(glob.escape(os.fspath(base)), pattern), recursive=True)):
+            real = os.path.realpath(hit)
+            if os.path.isfile(real) and real not in seen and not hit.endswith((".py", ".pyc")):
+                seen.add(real)
+                out.append(Path(hit))
+    return out
+
+
+def system_libraries(sonames: Sequence[str]) -> list[Path]:
+    """The system libraries ``sonames`` as ``ldconfig -p`` finds them (x86-64 entries first)."""
+    try:
+        text = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=False).stdout
+    except OSError:
+        text = ""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        name, arrow, path = line.strip().partition(" => ")
+        soname = name.split(" (")[0]
+        if arrow and soname in sonames and (soname not in found or "x86-64" in name):
+            found.setdefault(soname, path)
+    for soname in sonames:  # ldconfig-less systems: the usual directories
+        for d in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64"):
+            if soname not in found and os.path.isfile(os.path.join(d, soname)):
+                found[soname] = os.path.join(d, soname)
+    return [Path(found[s]) for s in sonames if s in found]
+
+
+@dataclass(frozen=True)
+class LinkInputs:
+    standalone: tuple[SymbolTable, ...]
+    providers: tuple[SymbolTable, ...]  # stage 1 + CUDA + system (exports only)
+    stock_cuda: tuple[SymbolTable, ...]  # full tables
+    importers: tuple[SymbolTable, ...]
+
+
+def build_libraries(build: Path, data: LinkData) -> list[Path]:
+    if not build.is_dir():
+        raise InputError(build, "not a directory")
+    libs = _expand(build, data.build)
+    if not libs:
+        raise InputError(build, f"no shared library ({', '.join(data.build)})")
+    return libs
+
+
+def stage1_paths(site: Stage1Site, data: LinkData, part: str) -> list[Path]:
+    patterns = getattr(data.stage1, part)
+    paths = _expand(site.torch_dir, patterns)
+    if part != "importers" and len(paths) < len(patterns):
+        missing = [p for p in patterns if not _expand(site.torch_dir, [p])]
+        raise InputError(site.torch_dir, f"stage-1 torch lacks {', '.join(missing)}")
+    return paths
+
+
+def provider_paths(site: Stage1Site, data: LinkData, env: Mapping[str, str]) -> list[Path]:
+    cuda_home = Path(env.get("CUDA_HOME") or env.get("CUDA_PATH") or "/usr/local/cuda")
+    return (stage1_paths(site, data, "providers") + _expand(cuda_home, data.cuda.toolkit)
+            + _expand(site.site_packages, data.cuda.wheels) + system_libraries(data.system))
+
+
+def read_inputs(standalone: Sequence[Path], site: Stage1Site, data: LinkData, env: Mapping[str, str],
+                coverage: bool = True, jobs: int = 2,
+                progress: Callable[[str, int, int], None] | None = None) -> LinkInputs:
+    """Every table the two checks need; ``progress(stage, done, total)`` while reading."""
+    def stage(name):
+        return (lambda done, total: progress(name, done, total)) if progress else None
+
+    own = read_tables(standalone, full=True, jobs=jobs, progress=stage("standalone"))
+    already = {os.path.realpath(p): t for p, t in zip(standalone, own)}
+    stock_paths = stage1_paths(site, data, "stock_cuda")
+    fresh = read_tables([p for p in stock_paths if os.path.realpath(p) not in already], full=True,
+                        jobs=jobs, progress=stage("stock CUDA"))
+    stock = [already.get(os.path.realpath(p)) or fresh.pop(0) for p in stock_paths]
+    providers = read_tables(provider_paths(site, data, env), full=False, jobs=jobs, progress=stage("providers"))
+    importers = (read_tables(stage1_paths(site, data, "importers"), full=False, jobs=jobs,
+                             progress=stage("importers")) if coverage else [])
+    return LinkInputs(tuple(own), tuple(providers), tuple(stock), tuple(importers))

@@ -1,0 +1,170 @@
+"""`tdev link-check`: closure and coverage of a standalone torch_cuda build against stage 1 and the
+stock CUDA libraries of the same release (issue 12); and symbol dumps to carry between machines."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from basekit.errors import EXIT_FAILED, EXIT_OK, InputError, exit_codes_epilog
+
+HELP = """Check a standalone torch_cuda build's shared libraries by their ELF symbol tables.
+
+closure: every GLOBAL undefined symbol of the standalone libraries is exported by stage 1 (the
+stage-1 torch's libc10, libtorch_cpu, libtorch, libtorch_python), the CUDA libraries (the local
+toolkit, the wheel's nvidia/* packages), the system libraries, or another standalone library.
+With --subset, a symbol still unresolved is acceptable when the stock libtorch_cuda,
+libtorch_cuda_linalg or libc10_cuda define it (hidden ones included): the subset is then a true
+part of the whole.
+
+coverage: every symbol the wheel's libtorch_python, libtorch and torch/_C*.so import from the
+stock CUDA libraries is exported by the standalone build; the missing ones are listed by the
+source directory that should define them (found in --source's files, else by the prefix rules of
+tools/tdev/data/linkcheck.yaml). With --subset, coverage is reported but does not fail the run.
+
+Each library may be an ELF file or a symbol dump (`--dump-symbols LIB -o OUT`): a library
+built on another machine is checked here through its dump. Tables are read with readelf."""
+
+EPILOG = exit_codes_epilog(
+    ok="closure and coverage clean (with --subset: closure clean); or the dump written",
+    failed="an unresolved symbol (closure) or a missing one (coverage)",
+    usage="bad input: no library, a file that is neither ELF nor a dump, no stage-1 torch") + """
+
+examples:
+  tdev link-check --build build/torch_cuda --source third_device/torch_cuda
+  tdev link-check --libs lib/libtorch_cuda_subset.so --subset --json
+  tdev link-check --libs libtorch_cuda.syms.gz,libc10_cuda.syms.gz --stage1-python ~/venv/bin/python
+  tdev link-check --dump-symbols build/lib/libtorch_cuda.so -o libtorch_cuda.syms.gz"""
+
+
+def register(sub) -> None:
+    p = sub.add_parser("link-check", help="closure and coverage of a standalone build's libraries",
+                       description=HELP, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--build", type=Path, metavar="DIR", help="a build directory: its lib/*.so and "
+                      "python/**/*.so")
+    what.add_argument("--libs", action="append", metavar="A.so,B.dump", help="standalone libraries "
+                      "(ELF or dumps), comma separated; may be repeated")
+    what.add_argument("--dump-symbols", type=Path, metavar="LIB", help="write LIB's symbol table "
+                      "as a dump (-o) and exit")
+    p.add_argument("-o", "--output", type=Path, metavar="OUT", help="the dump to write (--dump-symbols)")
+    p.add_argument("--stage1-python", type=Path, metavar="PY", help="the python of the stage-1 torch "
+                   "(default: found by the extraction's release, see --source)")
+    p.add_argument("--source", type=Path, metavar="EXTRACTION", help="the `tdev extract` tree: "
+                   "its files place missing symbols, its release picks the stage-1 torch")
+    p.add_argument("--groups", type=Path, metavar="FILE", help="more prefix rules (YAML `groups:`), "
+                   "tried before the shipped ones")
+    p.add_argument("--subset", action="store_true", help="a subset build: unresolved symbols the "
+                   "stock CUDA libraries define are fine; coverage does not fail")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--jobs", "-j", type=int, default=2, help="readelf processes at a time (default: 2)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.dump_symbols is not None:
+        return _dump(args)
+    if args.output is not None:
+        raise InputError("-o", "only with --dump-symbols")
+    from tdev.build import linkcheck, linkgroups, linkinputs
+    from tdev.cli.progress import StagedProgress
+
+    libs = _standalone(args)
+    data = linkinputs.load_data(args.groups)
+    site = linkinputs.stage1_site(args.stage1_python, _release(args.source), os.environ)
+    progress = StagedProgress("link-check")
+    try:
+        inputs = linkinputs.read_inputs(libs, site, data, os.environ, jobs=args.jobs, progress=progress.stage)
+        closed = linkcheck.closure(inputs.standalone, inputs.providers, inputs.stock_cuda, args.subset)
+        covered = linkcheck.coverage(inputs.standalone, inputs.importers, inputs.stock_cuda, inputs.providers)
+        files = linkgroups.source_index(args.source, data.sources_exclude) if args.source else ()
+        covered = linkgroups.group(covered, data.groups, files)
+    finally:
+        progress.close()
+    ok = closed.ok and (covered.ok or args.subset)
+    if args.json:
+        json.dump({"schema": 1, "command": "link-check", "ok": ok, "stage1": os.fspath(site.torch_dir),
+                   "closure": closed.to_json(), "coverage": covered.to_json()}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        _render(closed, covered, args.subset)
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+def _dump(args: argparse.Namespace) -> int:
+    from tdev.build import elfsyms
+
+    if args.output is None:
+        raise InputError("--dump-symbols", "needs -o OUT")
+    table = elfsyms.read_table(args.dump_symbols)
+    elfsyms.save(table, args.output)
+    if not args.json:
+        print(f"{args.output}: {len(table.symbols)} symbols of {table.name}")
+    else:
+        print(json.dumps({"schema": 1, "command": "link-check", "dump": os.fspath(args.output),
+                          "library": table.path, "symbols": len(table.symbols)}))
+    return EXIT_OK
+
+
+def _standalone(args: argparse.Namespace) -> list[Path]:
+    if args.build is not None:
+        from tdev.build.linkinputs import build_libraries, load_data
+
+        return build_libraries(args.build, load_data())
+    if not args.libs:
+        raise InputError("link-check", "give --build DIR or --libs A.so,B.dump (or --dump-symbols LIB)")
+    paths = [Path(p) for item in args.libs for p in item.split(",") if p]
+    for p in paths:
+        if not p.is_file():
+            raise InputError(p, "no such file")
+    return paths
+
+
+def _release(source: Path | None) -> str | None:
+    if source is None:
+        return None
+    from tdev.extract.manifest import load_manifest
+
+    return load_manifest(source).torch_version  # a ManifestError is an InputError
+
+
+def _names(items, shown: dict[str, str] | None = None, limit: int | None = None) -> list[str]:
+    out = []
+    for u in items[:limit]:
+        name = shown.get(u.name, u.name) if shown else u.name
+        version = f"@{u.version}" if u.version else ""
+        out.append(f"    {name}{version}  ({', '.join(u.needed_by)})")
+    if limit is not None and len(items) > limit:
+        out.append(f"    ... {len(items) - limit} more (--json lists all)")
+    return out
+
+
+def _render(closed, covered, subset: bool) -> None:
+    from tdev.build.linkgroups import demangle
+
+    unresolved = closed.in_stock + closed.nowhere
+    shown = demangle([u.name for u in unresolved])
+    state = "OK" if closed.ok else "FAILED"
+    print(f"closure: {state}: {len(closed.libraries)} standalone libraries, {closed.references} "
+          f"references, {len(closed.providers)} providers; {len(unresolved)} unresolved")
+    if closed.in_stock:
+        note = "fine for a subset" if subset else "a full build must define them"
+        print(f"  defined by the stock CUDA libraries ({note}): {len(closed.in_stock)}")
+        print("\n".join(_names(closed.in_stock, shown, 20 if subset else None)))
+    if closed.nowhere:
+        print(f"  defined nowhere: {len(closed.nowhere)}")
+        for line, u in zip(_names(closed.nowhere, shown), closed.nowhere):
+            extra = [f"hidden in {', '.join(u.hidden_in)}"] if u.hidden_in else []
+            extra += [f"exported as version {', '.join(v or '(none)' for v in u.other_versions)}"] if u.other_versions else []
+            print(line + (f"  [{'; '.join(extra)}]" if extra else ""))
+    figures = ", ".join(f"{k} {v}" for k, v in covered.per_importer.items())
+    state = "OK" if covered.ok else ("incomplete (a subset)" if subset else "FAILED")
+    print(f"coverage: {state}: imports from the stock CUDA libraries: {figures}; "
+          f"{len(covered.required)} in all, {len(covered.missing)} missing")
+    for g in covered.groups:
+        how = {"source": "found in the sources", "rule": "by prefix rule", "unknown": "no rule"}[g.how]
+        print(f"  {g.directory or '(unknown)'}: {len(g.symbols)} ({how})")
+        for _, name in g.symbols:
+            print(f"    {name}")
