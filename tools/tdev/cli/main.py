@@ -19,6 +19,7 @@ COMMANDS = {
     "patch": "patch_cmd",
     "scaffold": "scaffold_cmd",
     "route": "route_cmd",
+    "link-check": "linkcheck_cmd",
 }
 
 
