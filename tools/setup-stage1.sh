@@ -63,8 +63,8 @@ pip_install() {
   local log; log=$(mktemp "${TMPDIR:-/tmp}/setup-stage1.XXXXXX.log")
   set +e
   "$env/bin/python" -m pip install --progress-bar off --disable-pip-version-check "$@" 2>&1 \
-    | tee "$log" | { grep --line-buffered -E '^(Collecting|Downloading|Installing|Successfully)' || true; } \
-    | sed -u "s/^/$prog:   /" >&2
+    | tee "$log" | { grep --line-buffered -E '^ *(Collecting|Downloading|Installing|Successfully)' || true; } \
+    | sed -u "s/^ */$prog:   /" >&2
   local rc=${PIPESTATUS[0]}
   set -e
   if [[ $rc -ne 0 ]]; then
