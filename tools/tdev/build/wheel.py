@@ -37,7 +37,7 @@ _LOCATE = ("import importlib.util as u, json, sys\n"
            "    s = u.find_spec(name)\n"
            "    return s.submodule_search_locations[0] if s and s.submodule_search_locations else None\n"
            "print(json.dumps({'torch': where('torch'), 'torchgen': where('torchgen'),"
-           " 'python': sys.version.split()[0], 'imported': 'torch' in sys.modules}))\n")
+           " 'python': sys.version.split()[0]}))\n")
 
 
 @dataclass(frozen=True)
