@@ -53,7 +53,7 @@ def _compile(tmp: Path, name: str, code: str, *libs: Path) -> Path:
     src, out = tmp / f"{name}.cpp", tmp / f"lib{name}.so"
     src.write_text(code)
     link = [os.fspath(p) for p in libs]
-    subprocess.run(["g++", "-shared", "-fPIC", "-O1", "-o", os.fspath(out), os.fspath(src), *link],
+    subprocess.run(["g++", "-shared", "-fPIC", "-O1", "-o", os.fspath(out), os.fspath(src), "-Wl,--no-as-needed", *link],
                    check=True, capture_output=True)
     return out
 
@@ -147,6 +147,15 @@ int use() {{
     assert {u.stock for u in subset.in_stock} == {("libtorch_cuda.so",)}
     full = closure([tabs["libpart.so"], tabs["libhelper.so"]], *args, subset=False)
     assert not full.ok and full.in_stock == subset.in_stock and full.nowhere == ()
+
+    # DT_NEEDED: a sibling left out is unknown; the stock libc10_cuda makes a build not standalone
+    alone = closure([tabs["libpart.so"]], *args, subset=True)
+    assert not alone.ok and [(lib, os.path.basename(n)) for lib, n in alone.unknown_needed] == [("libpart.so", "libhelper.so")]
+    on_stock = elfsyms.read_table(_compile(tmp_path, "onstock", "int f() { return 1; }\n",
+                                           tables["by_name"]["libc10_cuda.so"].path))
+    assert closure([on_stock], *args, subset=True).ok
+    not_standalone = closure([on_stock], *args, subset=False)
+    assert not not_standalone.ok and not_standalone.stock_needed == (("libonstock.so", "libc10_cuda.so"),)
 
     bad = closure([tabs["libnobody.so"], tabs["libhelper.so"]], *args, subset=True)
     assert not bad.ok

@@ -10,7 +10,9 @@ out. Where the tables come from (stage 1, the CUDA libraries, the system) is
    unresolved). For a subset build, a symbol still unresolved is acceptable when the stock CUDA
    libraries (``libtorch_cuda``, ``libtorch_cuda_linalg``, ``libc10_cuda``) define it, in any table,
    hidden ones included: the subset is then a true part of the whole. Unresolved symbols are
-   split into "defined by stock torch_cuda" and "defined nowhere".
+   split into "defined by stock torch_cuda" and "defined nowhere". Each DT_NEEDED entry must be a
+   standalone library or a provider: needing a stock CUDA library means the build is not
+   standalone (fine for a subset only); an unknown one fails.
 2. **coverage** (:func:`coverage`): what the wheel's ``libtorch_python``, ``libtorch`` and
    ``torch/_C*.so`` import from the stock CUDA libraries (undefined in the importer, exported by a
    stock CUDA library, and not exported by any other library they may bind to) must be exported
@@ -24,6 +26,7 @@ an unversioned copy.
 """
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Mapping
@@ -90,23 +93,29 @@ class ClosureResult:
     references: int  # GLOBAL undefined references checked (over all standalone libraries)
     in_stock: tuple[Unresolved, ...]  # unresolved, defined by the stock CUDA libraries
     nowhere: tuple[Unresolved, ...]  # unresolved, defined nowhere
+    # DT_NEEDED entries (library, soname) no standalone library or provider is: a stock CUDA
+    # library (``stock_needed``: the build is not standalone) or an unknown one (``unknown_needed``)
+    stock_needed: tuple[tuple[str, str], ...] = ()
+    unknown_needed: tuple[tuple[str, str], ...] = ()
 
     @property
     def ok(self) -> bool:
-        return not self.nowhere and (self.subset or not self.in_stock)
+        return not self.nowhere and not self.unknown_needed and (self.subset or not (self.in_stock or self.stock_needed))
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "subset": self.subset, "libraries": list(self.libraries),
                 "providers": len(self.providers), "references": self.references,
                 "unresolved_in_stock": [u.to_json() for u in self.in_stock],
-                "unresolved_nowhere": [u.to_json() for u in self.nowhere]}
+                "unresolved_nowhere": [u.to_json() for u in self.nowhere],
+                "stock_needed": [list(x) for x in self.stock_needed],
+                "unknown_needed": [list(x) for x in self.unknown_needed]}
 
 
 def closure(standalone: Iterable[SymbolTable], providers: Iterable[SymbolTable],
             stock_cuda: Iterable[SymbolTable], subset: bool = False) -> ClosureResult:
     """Resolve every GLOBAL undefined symbol of ``standalone`` against the exports of
     ``providers`` and of the standalone libraries themselves."""
-    standalone, providers = tuple(standalone), tuple(providers)
+    standalone, providers, stock_cuda = tuple(standalone), tuple(providers), tuple(stock_cuda)
     exported = DefIndex(standalone + providers)
     needed: dict[Ref, list[str]] = {}
     references = 0
@@ -124,8 +133,13 @@ def closure(standalone: Iterable[SymbolTable], providers: Iterable[SymbolTable],
         u = Unresolved(name, version, tuple(libs), stock.providers(name, version), hidden,
                        exported.versions(name) if name in exported else ())
         (in_stock if u.stock else nowhere).append(u)
+    known = {n for t in standalone + providers for n in (t.soname, os.path.basename(t.path)) if n}
+    stock_names = {n for t in stock_cuda for n in (t.soname, os.path.basename(t.path)) if n}
+    unknown = [(t.name, n) for t in standalone for n in t.needed if os.path.basename(n) not in known]
     return ClosureResult(tuple(t.name for t in standalone), tuple(t.name for t in providers), subset,
-                         references, tuple(in_stock), tuple(nowhere))
+                         references, tuple(in_stock), tuple(nowhere),
+                         tuple(x for x in unknown if os.path.basename(x[1]) in stock_names),
+                         tuple(x for x in unknown if os.path.basename(x[1]) not in stock_names))
 
 
 # --- coverage ----------------------------------------------------------------------------------

@@ -51,9 +51,10 @@ def register(sub) -> None:
                       "as a dump (-o) and exit")
     p.add_argument("-o", "--output", type=Path, metavar="OUT", help="the dump to write (--dump-symbols)")
     p.add_argument("--stage1-python", type=Path, metavar="PY", help="the python of the stage-1 torch "
-                   "(default: found by the extraction's release, see --source)")
+                   "(default: tdev.build.wheel's, for the extraction's release; see --source)")
     p.add_argument("--source", type=Path, metavar="EXTRACTION", help="the `tdev extract` tree: "
-                   "its files place missing symbols, its release picks the stage-1 torch")
+                   "its files place missing symbols, its release picks the stage-1 torch "
+                   "(default: third_device/torch_cuda when it is there)")
     p.add_argument("--groups", type=Path, metavar="FILE", help="more prefix rules (YAML `groups:`), "
                    "tried before the shipped ones")
     p.add_argument("--subset", action="store_true", help="a subset build: unresolved symbols the "
@@ -73,13 +74,14 @@ def run(args: argparse.Namespace) -> int:
 
     libs = _standalone(args)
     data = linkinputs.load_data(args.groups)
-    site = linkinputs.stage1_site(args.stage1_python, _release(args.source), os.environ)
+    source = args.source or _default_source()
+    site = linkinputs.stage1_site(args.stage1_python, _release(source), os.environ)
     progress = StagedProgress("link-check")
     try:
         inputs = linkinputs.read_inputs(libs, site, data, os.environ, jobs=args.jobs, progress=progress.stage)
         closed = linkcheck.closure(inputs.standalone, inputs.providers, inputs.stock_cuda, args.subset)
         covered = linkcheck.coverage(inputs.standalone, inputs.importers, inputs.stock_cuda, inputs.providers)
-        files = linkgroups.source_index(args.source, data.sources_exclude) if args.source else ()
+        files = linkgroups.source_index(source, data.sources_exclude) if source else ()
         covered = linkgroups.group(covered, data.groups, files)
     finally:
         progress.close()
@@ -122,6 +124,13 @@ def _standalone(args: argparse.Namespace) -> list[Path]:
     return paths
 
 
+def _default_source() -> Path | None:
+    """``tdev extract``'s default output, when the command runs where it is."""
+    from tdev.cli.extract_cmd import DEFAULT_OUT
+
+    return DEFAULT_OUT if (DEFAULT_OUT / "MANIFEST.json").is_file() else None
+
+
 def _release(source: Path | None) -> str | None:
     if source is None:
         return None
@@ -159,6 +168,11 @@ def _render(closed, covered, subset: bool) -> None:
             extra = [f"hidden in {', '.join(u.hidden_in)}"] if u.hidden_in else []
             extra += [f"exported as version {', '.join(v or '(none)' for v in u.other_versions)}"] if u.other_versions else []
             print(line + (f"  [{'; '.join(extra)}]" if extra else ""))
+    for lib, soname in closed.stock_needed:
+        note = "fine for a subset" if subset else "not standalone"
+        print(f"  {lib} needs the stock {soname} ({note})")
+    for lib, soname in closed.unknown_needed:
+        print(f"  {lib} needs {soname}: neither a standalone library nor a provider")
     figures = ", ".join(f"{k} {v}" for k, v in covered.per_importer.items())
     state = "OK" if covered.ok else ("incomplete (a subset)" if subset else "FAILED")
     print(f"coverage: {state}: imports from the stock CUDA libraries: {figures}; "
@@ -166,5 +180,5 @@ def _render(closed, covered, subset: bool) -> None:
     for g in covered.groups:
         how = {"source": "found in the sources", "rule": "by prefix rule", "unknown": "no rule"}[g.how]
         print(f"  {g.directory or '(unknown)'}: {len(g.symbols)} ({how})")
-        for _, name in g.symbols:
+        for _, name in () if subset else g.symbols:  # a subset misses most: counts only (--json lists all)
             print(f"    {name}")
