@@ -31,8 +31,10 @@ project_python=${PYTHON:-python3}
 
 # what to install: the project's data, read by the project's own reader
 data() { PYTHONPATH="$repo/tools:$repo${PYTHONPATH:+:$PYTHONPATH}" "$project_python" -m tdev.build.cudalibs "$@"; }
-mapfile -t requirements < <(data requirements) || die 1 "cannot read tools/tdev/data/cuda_libraries.yaml"
-mapfile -t headers < <(data headers "$version")
+listed=$(data requirements) && pinned=$(data headers "$version") \
+  || die 1 "cannot read tools/tdev/data/cuda_libraries.yaml with $project_python (set PYTHON to the project's interpreter)"
+mapfile -t requirements <<<"$listed"
+mapfile -t headers < <([[ -z $pinned ]] || echo "$pinned")
 [[ ${#headers[@]} -gt 0 ]] || say "no header packages pinned for $version in tools/tdev/data/cuda_libraries.yaml (cutlass, cudnn-frontend: the build will report them missing)"
 
 # missing <env>: one line per thing the environment lacks ("torch" first when torch is wrong)
