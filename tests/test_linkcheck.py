@@ -184,6 +184,7 @@ def test_stock_torch_cuda_covers_the_importers(tables, capsys):
     assert "_ZnwmSt11align_val_t" not in names
     result = coverage(tables["stock"], tables["importers"], tables["stock"], tables["providers"])
     assert result.ok and result.missing == () and len(result.required) == len(imports)
+    assert result.sonames == {"libc10_cuda.so": True, "libtorch_cuda.so": True}
 
 
 def _real_sources(tree: Path, out: Path, dirs: tuple[str, ...]) -> Path:
@@ -212,6 +213,7 @@ def test_coverage_negative_grouped(tables, pytorch_tree, tmp_path):
     assert from_c10 and not from_c10 & {i.name for i in result.missing}
     assert len(result.missing) == len(result.required) - len(from_c10)
     assert {i.stock for i in result.missing} == {("libtorch_cuda.so",)}
+    assert result.sonames == {"libc10_cuda.so": True, "libtorch_cuda.so": False}
 
     by_rule = group(result, tables["data"].groups)
     where = {d: g.directory for g in by_rule.groups for _, d in g.symbols}

@@ -27,6 +27,7 @@ import json
 import os
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
@@ -286,14 +287,10 @@ def read_tables(paths: Iterable[str | os.PathLike], full: bool = True, jobs: int
                 progress=None) -> list[SymbolTable]:
     """``read_table`` for each path, ``jobs`` readelf processes at a time, in the given order;
     ``progress(done, total)`` after each."""
-    from concurrent.futures import ThreadPoolExecutor
-
     paths = list(paths)
     out: list[SymbolTable | None] = [None] * len(paths)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = {pool.submit(read_table, p, full): i for i, p in enumerate(paths)}
-        from concurrent.futures import as_completed
-
         for done, fut in enumerate(as_completed(futures), start=1):
             out[futures[fut]] = fut.result()
             if progress is not None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from .elfsyms import SymbolTable
@@ -175,6 +175,9 @@ class CoverageResult:
     required: tuple[Import, ...]  # every such import (union over the importers)
     missing: tuple[Import, ...]  # those the standalone build does not export
     groups: tuple[Group, ...]  # ``missing`` by source directory (empty until grouped)
+    # the stock CUDA sonames the importers need (DT_NEEDED) -> whether a standalone library has
+    # that soname (information: the symbols may come from libraries of other names)
+    sonames: Mapping[str, bool] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -183,6 +186,7 @@ class CoverageResult:
     def to_json(self) -> dict:
         return {"ok": self.ok, "imports_per_importer": dict(self.per_importer),
                 "required": len(self.required), "missing": len(self.missing),
+                "stock_sonames_provided": dict(self.sonames),
                 "groups": [g.to_json() for g in self.groups]}
 
 
@@ -211,7 +215,11 @@ def coverage(standalone: Iterable[SymbolTable], importers: Iterable[SymbolTable]
              stock_cuda: Iterable[SymbolTable], others: Iterable[SymbolTable]) -> CoverageResult:
     """Which of the importers' stock-CUDA imports the standalone libraries do not export
     (ungrouped: :func:`tdev.build.linkgroups.group` puts them in directories)."""
+    standalone, importers, stock_cuda = tuple(standalone), tuple(importers), tuple(stock_cuda)
     per, imports = cuda_imports(importers, stock_cuda, others)
     built = DefIndex(standalone)
     missing = tuple(i for i in imports if not built.providers(i.name, i.version))
-    return CoverageResult(per, imports, missing, ())
+    stock_names = {t.soname for t in stock_cuda if t.soname}
+    own = {t.soname for t in standalone if t.soname}
+    needed = sorted({n for t in importers for n in t.needed if n in stock_names})
+    return CoverageResult(per, imports, missing, (), {n: n in own for n in needed})

@@ -18,7 +18,7 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Iterable, Sequence
 
@@ -194,4 +194,4 @@ def group(result: CoverageResult, rules: Sequence[GroupRule],
         buckets.setdefault(key, []).append((imp, shown))
     groups = tuple(Group(d, how, tuple(sorted(items, key=lambda x: x[1])))
                    for (d, how), items in sorted(buckets.items(), key=lambda kv: (kv[0][0] == "", kv[0])))
-    return CoverageResult(result.per_importer, result.required, result.missing, groups)
+    return replace(result, groups=groups)

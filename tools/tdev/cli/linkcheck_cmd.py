@@ -177,6 +177,9 @@ def _render(closed, covered, subset: bool) -> None:
     state = "OK" if covered.ok else ("incomplete (a subset)" if subset else "FAILED")
     print(f"coverage: {state}: imports from the stock CUDA libraries: {figures}; "
           f"{len(covered.required)} in all, {len(covered.missing)} missing")
+    absent = [n for n, provided in covered.sonames.items() if not provided]
+    if absent:
+        print(f"  the importers also need the sonames {', '.join(absent)}, which no standalone library has")
     for g in covered.groups:
         how = {"source": "found in the sources", "rule": "by prefix rule", "unknown": "no rule"}[g.how]
         print(f"  {g.directory or '(unknown)'}: {len(g.symbols)} ({how})")
