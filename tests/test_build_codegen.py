@@ -175,6 +175,30 @@ def test_op_names(stage1, extraction, tmp_path):
     assert not (tmp_path / "sources").exists()  # nothing generated
 
 
+def test_headers_on_request_equal_the_wheels(stage1, extraction, tmp_path):
+    res = generate(CodegenRequest(stage1.python, extraction, tmp_path, ops=("mm",), headers=True))
+    (inc,) = res.include_dirs
+    for rel in ("ATen/ops/mm_cuda_dispatch.h", "ATen/CUDAFunctions_inl.h", "ATen/ops/add_native.h"):
+        assert (inc / rel).read_bytes() == (stage1.include_dirs[0] / rel).read_bytes(), rel
+    again = generate(CodegenRequest(stage1.python, extraction, tmp_path, ops=("mm",)))
+    assert again.include_dirs == () and not list(inc.rglob("*"))
+    assert [u.name for u in again.units if u.name.startswith("Ufunc")] == []  # add not selected
+
+
+def test_backends_subset(stage1, extraction, tmp_path):
+    res = generate(CodegenRequest(stage1.python, extraction, tmp_path / "o", backends=("CUDA",), shards=2))
+    assert sorted(u.name for u in res.units) == ["RegisterCUDA_0.cpp", "RegisterCUDA_1.cpp",
+                                                  "UfuncCUDA_add.cu", "c_shim_cuda.cpp"]
+    with pytest.raises(InputError, match="^backends: CUDAX: not one of CUDA, SparseCUDA"):
+        generate(CodegenRequest(stage1.python, extraction, tmp_path / "o", backends=("CUDA", "CUDAX")))
+
+
+def test_never_into_the_extraction(stage1, extraction):
+    with pytest.raises(InputError, match="inside the extraction"):
+        generate(CodegenRequest(stage1.python, extraction, extraction / "build" / "codegen"))
+    assert not (extraction / "build").exists()
+
+
 def test_a_manifest_without_the_codegen_inputs(stage1, extraction, tmp_path):
     m = load_manifest(extraction)
     less = replace(m, entries=tuple(e for e in m.entries if not (e.source or "").endswith("/tags.yaml")))

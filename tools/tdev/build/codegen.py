@@ -174,18 +174,12 @@ def link_inputs(files: Mapping[str, Path], root: Path) -> None:
 
 @dataclass(frozen=True)
 class Run:
-    """One torchgen run into ``work``: its outputs and what the driver reported."""
+    """One torchgen run into ``work`` (``gen``: --install_dir, ``aoti``: --aoti-install-dir)."""
     work: Path
     seconds: float
-    report: dict
-
-    @property
-    def gen(self) -> Path:
-        return self.work / "gen"
-
-    @property
-    def aoti(self) -> Path:
-        return self.work / "aoti"
+    report: dict  # the driver's: selected overloads, their groups' root names, unknown names
+    gen = property(lambda self: self.work / "gen")
+    aoti = property(lambda self: self.work / "aoti")
 
     def cuda_sources(self) -> list[str]:
         """The files torchgen's CUDA file manager wrote (its cuda_*.cmake list)."""
@@ -228,12 +222,6 @@ def run_torchgen(python: Path, source: Path, work: Path, cfg: CodegenConfig, bac
     return Run(work, seconds, report)
 
 
-def _scratch(out_dir: Path, name: str) -> Path:
-    work = out_dir / f".{name}-{os.getpid()}"
-    shutil.rmtree(work, ignore_errors=True)
-    return work
-
-
 def _sync(src: Path, dst: Path, out_dir: Path, written: list[str]) -> None:
     """``dst`` gets ``src``'s bytes, written only when they differ (the mtime stays otherwise)."""
     data = src.read_bytes()
@@ -247,6 +235,8 @@ def _prune(root: Path, keep: set[Path]) -> None:
         for p in sorted(root.rglob("*"), reverse=True):
             if p.is_file() and p not in keep:
                 p.unlink()
+            elif p.is_dir() and not any(p.iterdir()):
+                p.rmdir()
 
 
 def select_units(run: Run, cfg: CodegenConfig, backends: tuple[str, ...], selective: bool,
@@ -286,8 +276,12 @@ def _prepare(req: CodegenRequest) -> _Prepared:
     cfg = load_config(req.config)
     manifest = req.extraction if isinstance(req.extraction, Manifest) else load_manifest(req.extraction)
     out = Path(req.out_dir).resolve()
+    if out == manifest.root or manifest.root in out.parents:
+        raise InputError(req.out_dir, f"inside the extraction {manifest.root}: use a build directory")
     out.mkdir(parents=True, exist_ok=True)
     shards = {} if req.ops is not None else {k: req.shards or n for k, n in cfg.shards.items()}
+    if unknown := [b for b in req.backends if b not in cfg.backends]:
+        raise InputError("backends", f"{unknown[0]}: not one of {', '.join(cfg.backends)} ({req.config})")
     stage1 = find_stage1_torch(req.python, manifest.torch_version)  # the release must match
     return _Prepared(cfg, tuple(req.backends or cfg.backends), manifest,
                      input_files(manifest, cfg.inputs, required=True),
@@ -326,7 +320,8 @@ def generate(req: CodegenRequest) -> CodegenResult:
     with dir_lock(out):
         link_inputs(p.inputs, out / "torchgen-src")
         selection = _selection(req, out, written)
-        work = _scratch(out, "torchgen")
+        work = out / f".torchgen-{os.getpid()}"
+        shutil.rmtree(work, ignore_errors=True)
         try:
             run = run_torchgen(p.stage1.python, out / "torchgen-src", work, p.cfg, p.backends, selection,
                                p.shards, ("sources", "headers") if req.headers else ("sources",), p.aoti_inputs)
@@ -387,7 +382,8 @@ def compare_with_packaged(req: CodegenRequest) -> Comparison:
     the wheel's ``torchgen/packaged/ATen``; compare every file byte for byte, and the headers
     with the wheel's ``include/ATen``. Works in a scratch directory under ``req.out_dir``."""
     p = _prepare(req)
-    work = _scratch(p.out, "compare")
+    work = p.out / f".compare-{os.getpid()}"
+    shutil.rmtree(work, ignore_errors=True)
     try:
         link_inputs(p.inputs, work / "src")
         selection = _selection(req, work, [])
