@@ -125,8 +125,11 @@ def test_globs_and_target_set_selection():
     assert sets.select(["_CUDAC"]) == ["c10_cuda", "_CUDAC"]  # requirements first
     with pytest.raises(InputError, match=r"unknown target set 'c10cuda' \(did you mean 'c10_cuda'"):
         sets.select(["c10cuda"])
-    with pytest.raises(InputError, match="aten_native_cuda' cannot be built.*torchgen"):
-        sets.select(["aten_native_cuda"])
+    with pytest.raises(InputError, match="torch_cuda_framework' cannot be built.*libtorch_python"):
+        sets.select(["torch_cuda_framework"])
+    assert sets.select(["aten_native_cuda"]) == ["c10_cuda", "aten_cuda", "aten_native_cuda"]
+    assert sets.stage1_mode(sets.select([])) == "source"  # c10_cuda, _CUDAC: c10 from the tree
+    assert sets.stage1_mode(sets.select(["aten_cuda"])) == "torch"  # the installed torch
 
 
 def test_sources_come_from_the_manifest_and_skip_tests(small, tmp_path):
@@ -237,7 +240,7 @@ def test_plan_counts_units_and_estimates_from_compiles_not_cache_hits(small, tmp
     assert stats.read_text() == ""
     report = make_plan(inputs, jobs=2)
     assert report.total_units == 1 and report.not_built == 1  # the test .cu is never built
-    assert report.estimated_from == {"cu": "default", "cpp": "default"}  # before any compile
+    assert set(report.estimated_from.values()) == {"default"}  # before any compile
     assert report.serial_s == DEFAULT_SECONDS["cpp"] and "defaults" in report.notes[0]
     with open(build / "stage2" / ".ninja_log", "a") as f:
         f.write(f"100\t4100\t2\t{unit}\t1\n")
@@ -247,16 +250,17 @@ def test_plan_counts_units_and_estimates_from_compiles_not_cache_hits(small, tmp
     c10 = next(s for s in report.sets if s.name == "c10_cuda")
     assert (c10.units, c10.measured, c10.estimate_s) == (1, 1, 4.0)
     assert report.serial_s == 4.0 and report.wall_s == 2.0
-    assert report.estimated_from == {"cu": "default", "cpp": "measured"}
+    assert report.estimated_from["cpp"] == "measured" and report.estimated_from["cu"] == "default"
 
 
 # --- the command line ------------------------------------------------------------------------
 
 def test_cli_refuses_a_plan_only_target_set(small):
     tree, ext = small
-    out = _cli("build", "--backend", "cuda", "--source", str(ext), "--targets", "c10_cuda,aten_cuda")
+    out = _cli("build", "--backend", "cuda", "--source", str(ext), "--targets",
+               "c10_cuda,torch_cuda_framework")
     assert out.returncode == 2
-    assert "target set 'aten_cuda' cannot be built by the standalone build yet" in out.stderr
+    assert "target set 'torch_cuda_framework' cannot be built by the standalone build yet" in out.stderr
     assert not (ext / "build").exists() and not (ext.parent / "build").exists()
 
 
@@ -298,11 +302,12 @@ def test_plan_on_the_real_extraction(pytorch_tree, tmp_path):
     report = json.loads(out.stdout)
     sets = {s["name"]: s for s in report["sets"]}
     assert sets["c10_cuda"]["units"] == 11 and sets["c10_cuda"]["cu"] == 0
-    assert sets["aten_native_cuda"]["cu"] > 200 and not sets["aten_native_cuda"]["buildable"]
+    assert sets["aten_native_cuda"]["cu"] > 200 and sets["aten_native_cuda"]["stage1"] == "torch"
+    assert report["stage1"] == "source"  # the defaults need no installed torch
     assert report["total_units"] == sum(s["units"] for s in report["sets"]) + len(
         report["unassigned"])
     assert report["total_units"] > 400 and report["not_built"] > 0
-    assert report["estimated_from"] == {"cu": "default", "cpp": "default"}
+    assert set(report["estimated_from"].values()) == {"default"}
     assert report["wall_s"] > 0 and report["serial_s"] > 60 * 10  # hundreds of units
     text = run_readme_line(tmp_path, "--plan")
     assert text.returncode == 0 and "estimate: " in text.stdout, text.stderr

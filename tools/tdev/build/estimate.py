@@ -29,8 +29,18 @@ TIMES_FILE = Path(".wrapped-cmake") / "unit-times.json"
 # -fPIC, no ccache), compiling units of the real 2.6.0 extraction once:
 #   .cpp: c10/cuda/CUDACachingAllocator.cpp 11.3 s, c10/cuda/CUDAStream.cpp 1.8 s -> mean 6.6 s
 #   .cu:  c10/cuda/test/impl/CUDAAssertionsTest_1_var_test.cu (nvcc, sm_90) 3.2 s
-# ATen's .cu kernels are heavier than that one (see the note make_plan adds): a lower bound.
-DEFAULT_SECONDS = {"cpp": 6.6, "cu": 3.2}
+# ATen's units against the torch 2.6.0 wheel's headers (the stock flags, sm_90, medians):
+#   aten-cu:  native/cuda/BinaryMulKernel 29.3, SoftMax 35.2, Copy 41.4, ReduceSumProdKernel
+#             59.1, Nonzero 32.2, Sort 135.5, ATen/cuda/cub 14.4 -> 35.2 s
+#   aten-cpp: ATen/cuda/CUDAContext 2.1, CUDABlas 16.1, detail/CUDAHooks 5.1, CUDAGraph 6.6,
+#             native/cudnn/RNN 8.1 -> 6.6 s
+#   registration: RegisterCUDA.cpp of the ci op list (selective, 13 registrations) REG_S s;
+#             a shard of the full RegisterCUDA is several times that
+#   attention: flash/mem-eff attention kernels, 160-190 s each (the feasibility trial of
+#             issue 12, 2.14.1 on this machine; not re-measured) -> 175 s
+DEFAULT_SECONDS = {"cpp": 6.6, "cu": 3.2, "aten-cpp": 6.6, "aten-cu": 35.2,
+                   "registration": 60.0, "attention": 175.0}
+KINDS = tuple(DEFAULT_SECONDS)
 LOGS = (("stage1", Path("stage1") / "build" / ".ninja_log"),
         ("stage2", Path("stage2") / ".ninja_log"))
 
@@ -122,6 +132,20 @@ class SetPlan:
     selected: bool = False
     measured: int = 0
     estimate_s: float = 0.0
+    built: int = 0  # by the selected build (0 when not selected)
+    excluded: int = 0  # by a setting that is OFF
+    not_needed: int = 0  # by the op list
+    stage1: str = "source"
+    generated: int = 0  # units torchgen writes for the set (not in `units`)
+
+
+@dataclass
+class SettingPlan:
+    name: str
+    on: bool
+    source: str
+    why: str
+    removes: list[str] = field(default_factory=list)  # units it leaves out when OFF
 
 
 @dataclass
@@ -134,76 +158,141 @@ class PlanReport:
     medians: dict[str, float] = field(default_factory=dict)  # kind -> seconds per unit
     measured: dict[str, int] = field(default_factory=dict)  # kind -> units measured
     estimated_from: dict[str, str] = field(default_factory=dict)  # kind -> measured | default
-    serial_s: float | None = None
+    serial_s: float | None = None  # a full torch_cuda build (the settings as resolved)
     jobs: int = 1
     wall_s: float | None = None
     notes: list[str] = field(default_factory=list)
+    stage1: str = "source"
+    selected_units: int = 0  # what `build` with these settings compiles
+    selected_serial_s: float = 0.0
+    selected_wall_s: float = 0.0
+    settings: list[SettingPlan] = field(default_factory=list)
+    accounting: list[dict] = field(default_factory=list)  # every unit: status, set, reason
+    generated: list[str] = field(default_factory=list)  # codegen units (predicted)
+    ops: list[str] | None = None
 
     def to_dict(self) -> dict:
         d = dict(vars(self))
         d["sets"] = [vars(s) for s in self.sets]
+        d["settings"] = [vars(s) for s in self.settings]
         return d
 
 
 def make_plan(inputs, jobs: int | None) -> PlanReport:
+    from .torchmode import account, codegen_set
     ts = inputs.target_sets
     all_tus = [s for s in sorted(inputs.manifest.sources) if s.endswith(ts.suffixes)]
     units = ts.translation_units(inputs.manifest)
+    t = inputs.torch_stage1
     report = PlanReport(str(inputs.manifest.path), len(units), len(all_tus) - len(units),
-                        jobs=jobs or os.cpu_count() or 1)
+                        jobs=jobs or os.cpu_count() or 1, stage1=inputs.stage1_mode,
+                        ops=list(t.ops) if t and t.ops is not None else None)
+    report.generated = _predicted_generated(inputs)
     times = _load_times(inputs.build_dir)
-    extracted = {u: float(t["slowest"]) for u, t in times.items()
-                 if isinstance(t, dict) and t.get("stage") == "stage2"
-                 and u in inputs.manifest.sources and _seconds(t.get("slowest"))}
-    for kind in ("cu", "cpp"):
-        vals = [s for u, s in extracted.items() if _kind(u) == kind]
+    measured = {u: float(x["slowest"]) for u, x in times.items()
+                if isinstance(x, dict) and x.get("stage") == "stage2"
+                and (u in inputs.manifest.sources or _generated(u)) and _seconds(x.get("slowest"))}
+    for kind in KINDS:
+        vals = [v for u, v in measured.items() if _kind(u) == kind]
         report.measured[kind] = len(vals)
         report.medians[kind] = statistics.median(vals) if vals else DEFAULT_SECONDS[kind]
         report.estimated_from[kind] = "measured" if vals else "default"
-    assigned = ts.assign(units)
-    report.unassigned = [u for u, n in assigned.items() if n is None]
-    for name, t in ts.sets.items():
-        mine = [u for u, n in assigned.items() if n == name]
-        cu = sum(_kind(u) == "cu" for u in mine)
-        sp = SetPlan(name, len(mine), cu, len(mine) - cu, t.buildable, t.why,
-                     name in inputs.selected, sum(u in extracted for u in mine))
-        sp.estimate_s = cu * report.medians["cu"] + sp.cpp * report.medians["cpp"]
+    feats = t.features if t else None
+    statuses = account(ts, inputs.manifest, inputs.selected, feats,
+                       (t.op_units if t and t.ops is not None else None),
+                       [(g, codegen_set(g)) for g in report.generated])
+    report.accounting = [vars(x) for x in statuses]
+    by_set: dict[str, list] = {}
+    for x in statuses:
+        if x.set is not None:
+            by_set.setdefault(x.set, []).append(x)
+    report.unassigned = [x.unit for x in statuses if x.status == "no-set"]
+
+    def cost(u: str) -> float:
+        return report.medians[_kind(u)]
+    for name, tset in ts.sets.items():
+        mine = by_set.get(name, [])
+        listed = [x for x in mine if not x.unit.startswith("<codegen>/")]
+        cu = sum(x.unit.endswith(".cu") for x in listed)
+        sp = SetPlan(name, len(listed), cu, len(listed) - cu, tset.buildable, tset.why,
+                     name in inputs.selected, sum(x.unit in measured for x in mine),
+                     stage1=tset.stage1, generated=len(mine) - len(listed))
+        sp.estimate_s = sum(cost(x.unit) for x in mine if x.status != "excluded")
+        sp.built = sum(x.status == "built" for x in mine)
+        sp.excluded = sum(x.status == "excluded" for x in mine)
+        sp.not_needed = sum(x.status == "not-needed" for x in mine)
         report.sets.append(sp)
-    report.serial_s = sum(s.estimate_s for s in report.sets) + sum(
-        report.medians[_kind(u)] for u in report.unassigned)
+    for name, f in (feats or {}).items():
+        report.settings.append(SettingPlan(name, f.on, f.source, f.setting.why, [
+            x.unit for x in statuses if x.status == "excluded" and x.reason.startswith(name + "=")]))
+    built = [x.unit for x in statuses if x.status == "built"]
+    report.selected_units = len(built)
+    report.selected_serial_s = sum(cost(u) for u in built)
+    report.selected_wall_s = report.selected_serial_s / report.jobs
+    report.serial_s = sum(s.estimate_s for s in report.sets if s.buildable) + sum(
+        cost(u) for u in report.unassigned)
     report.wall_s = report.serial_s / report.jobs
     defaults = [k for k, v in report.estimated_from.items() if v == "default"]
     if defaults:
-        report.notes.append(f"no {'/'.join('.' + k for k in defaults)} unit compiled in "
-                            f"{inputs.build_dir} yet: estimated from defaults measured once on "
-                            "the development machine; a build refines it from its Ninja log")
-    report.notes.append("ATen's .cu kernels (templates over dtypes, cub/thrust) compile several "
-                        "times slower than the c10 units measured: read the estimate as a "
-                        "lower bound")
+        report.notes.append(f"no {'/'.join(defaults)} unit compiled in {inputs.build_dir} yet: "
+                            "estimated from defaults measured once on the development machine; "
+                            "a build refines it from its Ninja log")
+    if report.stage1 == "source":
+        report.notes.append("the ATen sets need the installed torch of the same release as "
+                            "stage 1 (selected with --target aten_cuda ...): their settings are "
+                            "resolved then")
     return report
 
 
+def _predicted_generated(inputs) -> list[str]:
+    """The units codegen writes (before it ran): codegen.yaml and native_functions.yaml."""
+    from basekit.docread import read_regular
+
+    from .codegen import load_config
+    from .stage import extracted
+    from .torchmode import predicted_codegen_units
+    entry = inputs.manifest.sources.get("aten/src/ATen/native/native_functions.yaml")
+    if entry is None:
+        return []
+    text = read_regular(extracted(inputs.manifest, entry), max_bytes=64 << 20).decode(
+        "utf-8", "replace")
+    t = inputs.torch_stage1
+    return predicted_codegen_units(text, load_config(), t.ops if t else None,
+                                   t.op_generated if t else ())
+
+
 def render(report: PlanReport) -> str:
-    lines = [f"torch_cuda from {report.manifest}:",
-             f"  {report.total_units} translation units in a full torch_cuda build "
-             f"({report.not_built} more in the manifest are tests or ROCm code, never built)"]
-    lines.append(f"  {'set':<24}{'units':>6}{'.cu':>6}{'.cpp':>6}{'measured':>10}"
+    lines = [f"torch_cuda from {report.manifest} (stage 1: "
+             f"{'the installed torch' if report.stage1 == 'torch' else 'c10 from the tree'}):",
+             f"  {report.total_units} translation units in a full torch_cuda build and "
+             f"{len(report.generated)} generated by torchgen ({report.not_built} more in the "
+             "manifest are tests or ROCm code, never built)"]
+    if report.ops is not None:
+        lines.append(f"  op list: {', '.join(report.ops)}")
+    lines.append(f"  {'set':<24}{'units':>6}{'.cu':>6}{'.cpp':>6}{'built':>7}{'measured':>10}"
                  f"{'est. serial':>13}  status")
     for s in report.sets:
         status = ("selected" if s.selected else "buildable") if s.buildable else f"plan only: {s.why}"
-        est = _fmt(s.estimate_s)
-        lines.append(f"  {s.name:<24}{s.units:>6}{s.cu:>6}{s.cpp:>6}{s.measured:>10}{est:>13}"
-                     f"  {status}")
+        if s.excluded or s.not_needed:
+            status += f" ({s.excluded} excluded by settings, {s.not_needed} not needed by the op list)"
+        lines.append(f"  {s.name:<24}{s.units:>6}{s.cu:>6}{s.cpp:>6}{s.built:>7}{s.measured:>10}"
+                     f"{_fmt(s.estimate_s):>13}  {status}")
     if report.unassigned:
         lines.append(f"  {'(in no set)':<24}{len(report.unassigned):>6}")
-    for kind in ("cu", "cpp"):
+    for st in report.settings:
+        lines.append(f"  setting {st.name}={'ON' if st.on else 'OFF'} ({st.source})" + (
+            f": leaves out {len(st.removes)} unit(s): {', '.join(st.removes[:4])}"
+            f"{' ...' if len(st.removes) > 4 else ''}" if st.removes else ""))
+    for kind in KINDS:
         m = report.medians.get(kind)
-        lines.append(f"  .{kind} compile: {m:.2f} s per unit (" + (
+        lines.append(f"  {kind} compile: {m:.2f} s per unit (" + (
             f"median of {report.measured[kind]} measured)" if report.estimated_from[kind] ==
             "measured" else "default, nothing measured yet)"))
+    lines.append(f"  this build: {report.selected_units} unit(s), {_fmt(report.selected_serial_s)}"
+                 f" of compiling, about {_fmt(report.selected_wall_s)} with {report.jobs} job(s)")
     if report.serial_s is not None:
         lines.append(f"  estimate: {_fmt(report.serial_s)} of compiling, about "
-                     f"{_fmt(report.wall_s or 0)} with {report.jobs} job(s)")
+                     f"{_fmt(report.wall_s or 0)} with {report.jobs} job(s) (every buildable set)")
     lines += [f"  note: {n}" for n in report.notes]
     return "\n".join(lines)
 
@@ -220,8 +309,21 @@ def _seconds(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e6
 
 
+def _generated(unit: str) -> bool:
+    return unit.rsplit("/", 1)[-1].startswith(("Register", "UfuncCUDA_", "c_shim_"))
+
+
 def _kind(unit: str) -> str:
-    return "cu" if unit.endswith(".cu") else "cpp"
+    """The kind of a unit, for its default compile time (:data:`DEFAULT_SECONDS`)."""
+    name = unit.rsplit("/", 1)[-1]
+    if name.startswith("Register"):
+        return "registration"
+    cu = unit.endswith(".cu")
+    if "/transformers/cuda/flash_attn/" in unit or "/transformers/cuda/mem_eff_attention/" in unit:
+        return "attention" if cu else "aten-cpp"
+    if unit.startswith(("aten/", "<codegen>/")) or name.startswith("UfuncCUDA_"):
+        return "aten-cu" if cu else "aten-cpp"
+    return "cu" if cu else "cpp"
 
 
 def _fmt(seconds: float) -> str:

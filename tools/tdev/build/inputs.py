@@ -16,7 +16,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from basekit.docread import read_regular
 from tdev.extract import manifest as manifest_reader
@@ -27,8 +27,12 @@ from wrapped_cmake.settings import Settings
 
 from .targets import TargetSets, load_target_sets
 
+if TYPE_CHECKING:
+    from .torchmode import TorchStage1
+
 REPO = Path(__file__).resolve().parents[3]
-OWN_DEFINES = ("TORCH_SOURCE_DIR", "TORCH_CUDA_OVERLAY", "TORCH_PATCH_SERIES")
+OWN_DEFINES = ("TORCH_SOURCE_DIR", "TORCH_CUDA_OVERLAY", "TORCH_PATCH_SERIES", "TORCH_PYTHON",
+               "TORCH_CUDA_OPS", "TORCH_LINK_STAGE1")
 TORCH_SOURCE_ENV = "TDEV_TORCH_SOURCE_DIR"
 
 
@@ -59,9 +63,12 @@ class Inputs:
     build_dir: Path
     target_sets: TargetSets
     selected: list[str]
+    stage1_mode: str = "source"  # source: c10 from the tree; torch: the installed torch
+    torch_stage1: "TorchStage1 | None" = None
 
     def to_dict(self) -> dict:
-        return {"source": str(self.source), "manifest": str(self.manifest.path),
+        return {"stage1": self.stage1_mode,
+                "stage1_torch": self.torch_stage1.to_dict() if self.torch_stage1 else None,"source": str(self.source), "manifest": str(self.manifest.path),
                 "torch_source": str(self.torch_source) if self.torch_source else None,
                 "torch_source_from": self.torch_source_from,
                 "torch_version": self.torch_version, "overlay": str(self.overlay),
@@ -103,17 +110,31 @@ def resolve_inputs(settings: Settings, env: Mapping[str, str] | None = None,
     if not manifest.under("c10/cuda"):
         raise InputError(str(manifest.path), "lists no c10/cuda file: nothing for stage 2 to "
                          "build")
-    tree, tree_from, version = None, "", manifest.torch_version
-    if need_tree:
-        tree, tree_from = _torch_source(settings, env, manifest)
-        version = _tree_version(tree, tree_from, manifest)
     overlay = _overlay(settings.defines, settings.define_sources)
     target_sets = load_target_sets(overlay / "targets.yaml")
-    selected = target_sets.select(list(settings.targets),
-                                  settings.sources.get("targets", "--target"))
+    where = settings.sources.get("targets", "--target")
+    selected = target_sets.select(list(settings.targets), where)
+    mode = target_sets.stage1_mode(selected, where)
+    tree, tree_from, version = None, "", manifest.torch_version
+    torch_stage1 = None
+    if mode == "torch":  # the installed torch of the same release is stage 1: no tree needed
+        from .torchmode import resolve
+        torch_stage1 = resolve(settings, env, manifest, target_sets, overlay, selected)
+        if torch_stage1.ops is not None:  # the op list picks the kernels of these sets
+            from .torchmode import OP_LIST_SETS
+            selected = target_sets.select(selected + [s for s in OP_LIST_SETS
+                                                      if s in target_sets.sets], where)
+        try:  # optional: private ATen headers neither the wheel nor the extraction holds
+            tree, tree_from = _torch_source(settings, env, manifest)
+            _tree_version(tree, tree_from, manifest)
+        except InputError:
+            tree, tree_from = None, ""
+    elif need_tree:
+        tree, tree_from = _torch_source(settings, env, manifest)
+        version = _tree_version(tree, tree_from, manifest)
     return Inputs(source, manifest, tree, tree_from, version, overlay,
                   _series(settings.defines) if need_tree else [], settings.build_dir,
-                  target_sets, selected)
+                  target_sets, selected, mode, torch_stage1)
 
 
 def _torch_source(settings: Settings, env: Mapping[str, str],
@@ -171,16 +192,20 @@ def _overlay(d: dict, ds: dict) -> Path:
 
 def _series(d: dict) -> list[Path]:
     """The patch series to apply, in order: ``-D TORCH_PATCH_SERIES=DIR[;DIR...]`` (``none``:
-    no patches), else the repository's ``torch_patches``, else the series shipped with tdev."""
+    no patches), else the repository's ``torch_patches`` (else the series shipped with tdev)
+    followed by its ``cuda13/`` series."""
     value = d.get("TORCH_PATCH_SERIES")
     if value and value.lower() in ("none", "off", "0"):
         return []
     if value:
         return [Path(v).expanduser().resolve() for v in value.split(";") if v]
     if (REPO / "torch_patches" / "series").is_file():
-        return [REPO / "torch_patches"]
-    from tdev.patch.series import shipped_series_dir
-    return [shipped_series_dir()]
+        base = REPO / "torch_patches"
+    else:
+        from tdev.patch.series import shipped_series_dir
+        base = shipped_series_dir()
+    # then the transitional patches for a newer CUDA toolkit than the release's (CUDA 13 here)
+    return [base] + ([base / "cuda13"] if (base / "cuda13" / "series").is_file() else [])
 
 
 def release(version: str) -> tuple[int, ...]:

@@ -39,6 +39,10 @@ STAGE1_DIRS = ("c10",)
 STAGE1_SKIP = ("c10/cuda/", "c10/hip/", "c10/xpu/")
 STAGE1_FILES = ("cmake/public/utils.cmake", "version.txt")
 STAGE2_PREFIX = "c10/cuda/"
+# wheel mode: every extracted source under these goes to stage 2 (ATen's CUDA code, torch/csrc)
+TORCH_MODE_PREFIXES = ("aten/", "torch/", "c10/")
+PATCHED_INCLUDE = "patched-include"  # stage 2: patched headers, searched before the wheel's
+HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inl")
 STATE_FILE = ".staged.json"
 MAX_FILE_BYTES = 256 << 20
 
@@ -57,6 +61,7 @@ class StageResult:
     files: dict[str, str] = field(default_factory=dict)  # original path -> stage1|stage2
     patches: list[PatchUse] = field(default_factory=list)
     changed_extracted: list[str] = field(default_factory=list)  # sha256 differs from manifest
+    patched: list[str] = field(default_factory=list)  # original paths a patch changed (applied-now)
     written: int = 0
     removed: int = 0
 
@@ -74,13 +79,17 @@ class StageResult:
                 "removed": self.removed}
 
 
-def collect(manifest: Manifest, torch_source: Path) -> dict[str, tuple[str, Path, str]]:
+def collect(manifest: Manifest, torch_source: Path | None,
+            wheel_mode: bool = False) -> dict[str, tuple[str, Path, str]]:
     """key -> (stage, file to read, staged path) for every file the two stages need. The key
     is the original PyTorch path (what patches name); the staged path is ``torch/<original>``,
     except for the CUDA regions split out of generic c10 headers, which keep their place in the
-    extraction (``extracted/torch_cuda/csrc/regions/...``: they are included by that path)."""
+    extraction (``extracted/torch_cuda/csrc/regions/...``: they are included by that path).
+    ``wheel_mode``: stage 1 is an installed torch, so nothing is read from the tree
+    (``torch_source`` None) and every extracted source under ``aten/``, ``torch/`` and ``c10/``
+    is staged for stage 2."""
     files: dict[str, tuple[str, Path, str]] = {}
-    for top in STAGE1_DIRS:
+    for top in (STAGE1_DIRS if torch_source is not None else ()):
         base = torch_source / top
         for dirpath, dirnames, filenames in os.walk(base):
             dirnames.sort()
@@ -91,11 +100,12 @@ def collect(manifest: Manifest, torch_source: Path) -> dict[str, tuple[str, Path
             for name in filenames:
                 rel = f"{rel_dir}/{name}"
                 files[rel] = ("stage1", Path(dirpath) / name, f"torch/{rel}")
-    for rel in STAGE1_FILES:
+    for rel in (STAGE1_FILES if torch_source is not None else ()):
         files[rel] = ("stage1", torch_source / rel, f"torch/{rel}")
     for source, entry in manifest.sources.items():
         if source.startswith(STAGE2_PREFIX) or (
-                entry.role == "supplement" and source.startswith("c10/")):
+                entry.role == "supplement" and source.startswith("c10/")) or (
+                wheel_mode and source.startswith(TORCH_MODE_PREFIXES)):
             files[f"stage2:{source}" if source in files else source] = (
                 "stage2", extracted(manifest, entry), f"torch/{source}")
     for entry in manifest.regions:
@@ -118,13 +128,15 @@ def changed(manifest: Manifest, entry: Entry) -> bool:
     return sha256(read_regular(extracted(manifest, entry), max_bytes=MAX_FILE_BYTES)) != entry.sha256
 
 
-def stage_sources(manifest: Manifest, torch_source: Path, overlay: Path, root: Path,
+def stage_sources(manifest: Manifest, torch_source: Path | None, overlay: Path, root: Path,
                   series_dirs: list[Path], torch_version: str | None,
-                  extra: dict[str, bytes] | None = None) -> StageResult:
+                  extra: dict[str, bytes] | None = None, wheel_mode: bool = False) -> StageResult:
     """Copy, patch and write the sources of both stages under ``root`` (``<build>/src``);
-    ``extra`` adds generated files (path relative to ``root`` -> bytes)."""
+    ``extra`` adds generated files (path relative to ``root`` -> bytes). In ``wheel_mode`` a
+    header a patch changed is also written under ``stage2/patched-include`` (its include path),
+    which stage 2 searches before the installed torch's own copy of it."""
     result = StageResult(root)
-    wanted = collect(manifest, torch_source)
+    wanted = collect(manifest, torch_source, wheel_mode)
     data: dict[str, bytes] = {}
     staged: dict[str, str] = {}
     for key, (stage, src, where) in wanted.items():
@@ -140,6 +152,9 @@ def stage_sources(manifest: Manifest, torch_source: Path, overlay: Path, root: P
     out: dict[Path, bytes] = {}
     for key, blob in data.items():
         out[root / result.files[key] / staged.get(key, f"torch/{key}")] = blob
+    for key in result.patched if wheel_mode else ():
+        if key in data and key.endswith(HEADER_SUFFIXES):
+            out[root / "stage2" / PATCHED_INCLUDE / include_path(key)] = data[key]
     for stage in ("stage1", "stage2"):
         for f in sorted((overlay / stage).rglob("*")):
             if f.is_file():
@@ -171,6 +186,7 @@ def _apply_series(series_dir: Path, version: str | None, data: dict[str, bytes],
             result.patches.append(PatchUse(patch.name, "already-in", paths))
             continue
         for path, change in attempt.changes.items():
+            result.patched.append(path)
             if change.text is None:
                 data.pop(path, None)
                 result.files.pop(path, None)
@@ -180,8 +196,13 @@ def _apply_series(series_dir: Path, version: str | None, data: dict[str, bytes],
         result.patches.append(PatchUse(patch.name, "applied-now", paths))
 
 
+def include_path(original: str) -> str:
+    """How code includes a file: ``aten/src/ATen/cuda/cub.cuh`` -> ``ATen/cuda/cub.cuh``."""
+    return original[len("aten/src/"):] if original.startswith("aten/src/") else original
+
+
 def _stage_of(path: str) -> str | None:
-    if path.startswith(STAGE2_PREFIX):
+    if path.startswith(STAGE2_PREFIX) or path.startswith(("aten/", "torch/csrc/")):
         return "stage2"
     if any(path.startswith(d + "/") for d in STAGE1_DIRS):
         return "stage1"

@@ -74,6 +74,12 @@ def build(settings: Settings, env: Mapping[str, str] | None = None,
             stats_log = build_dir / ".wrapped-cmake" / "ccache-stats.log"
             stats_log.parent.mkdir(parents=True, exist_ok=True)
             env["CCACHE_STATSLOG"] = str(stats_log)
+    if inputs.stage1_mode == "torch":  # the installed torch of the same release is stage 1
+        from .atenbuild import build_stage2
+        build_stage2(inputs, settings, env, echo, say, result, _stage_settings)
+        if result.ok:
+            _finish(settings, build_dir, result, stats_log)
+        return result
     pybind = pybind11_include()
     if pybind is None:
         result.failure = Failure(FailureKind.MISSING_TOOL, "no pybind11 headers for _CUDAC",
@@ -133,12 +139,17 @@ def build(settings: Settings, env: Mapping[str, str] | None = None,
                 return result
         installed = sorted((install_to / "python").glob("_CUDAC*.so"))
         result.module = installed[0] if installed else result.module
+    _finish(settings, build_dir, result, stats_log)
+    return result
+
+
+def _finish(settings: Settings, build_dir: Path, result: StandaloneResult,
+            stats_log: Path | None) -> None:
     if settings.compile_commands:  # in the build directory: nothing is written into the extraction
         from wrapped_cmake.presets import link_compile_commands
         _, w = link_compile_commands(build_dir, build_dir / "stage2")
         result.warnings += [w] if w else []
     record_unit_times(build_dir, stats_log)
-    return result
 
 
 def sources_cmake(inputs: Inputs) -> str:

@@ -22,6 +22,7 @@ from wrapped_cmake.errors import InputError
 class TargetSet:
     """One set as ``targets.yaml`` writes it (the schema basekit.config reads), and its name."""
     stage: Literal[1, 2]
+    stage1: Literal["source", "torch", "any"] = "source"
     sources: tuple[str, ...] = ()
     default: bool = False
     requires: tuple[str, ...] = ()
@@ -32,12 +33,36 @@ class TargetSet:
     name: str = field(default="", init=False)  # the key it stands under, set by the loader
 
 
+@dataclass(frozen=True)
+class Setting:
+    """A feature of ``settings:`` (``-D NAME=ON|OFF``; unset: ON when ``needs`` are found)."""
+    needs: tuple[str, ...] = ()
+    why: str = ""
+    removes: tuple[str, ...] = ()  # globs of the units an OFF setting leaves out
+    defines: tuple[str, ...] = ()  # compile definitions when ON
+    config_off: Mapping[str, int] = field(default_factory=dict)  # CUDAConfig.h macros when OFF
+    libraries: tuple[str, ...] = ()  # of `needs`, the ones linked when ON
+
+
 @dataclass
 class TargetSets:
     path: Path
     suffixes: tuple[str, ...]
     not_built: list[tuple[str, str]]  # (glob, why)
     sets: dict[str, TargetSet] = field(default_factory=dict)
+    settings: dict[str, Setting] = field(default_factory=dict)
+
+    def stage1_mode(self, selected: list[str], where: str = "--target") -> str:
+        """``torch`` when a selected set needs the wheel stage 1, else ``source``; a set that
+        needs the source stage 1 next to one that needs the wheel is bad input."""
+        need = {n: self.sets[n].stage1 for n in selected}
+        torch = [n for n, m in need.items() if m == "torch"]
+        source = [n for n, m in need.items() if m == "source"]
+        if torch and source:
+            raise InputError(where, f"{', '.join(source)} need(s) stage 1 built from the PyTorch "
+                             f"tree but {', '.join(torch)} need(s) the installed torch of the same "
+                             "release: build them separately")
+        return "torch" if torch else "source"
 
     def translation_units(self, manifest: Manifest) -> list[str]:
         """Every original path of the manifest that a full torch_cuda build compiles."""
@@ -92,6 +117,7 @@ class _TargetsFile:
     sets: Mapping[str, TargetSet]
     translation_unit_suffixes: tuple[str, ...] = (".cpp", ".cu")
     not_built: tuple[_NotBuilt, ...] = ()
+    settings: Mapping[str, Setting] = field(default_factory=dict)
 
 
 def load_target_sets(path: Path) -> TargetSets:
@@ -105,6 +131,7 @@ def load_target_sets(path: Path) -> TargetSets:
             doc.fail(("sets", name), "a set that is not buildable says why")
         object.__setattr__(e, "name", name)
         out.sets[name] = e
+    out.settings = dict(f.settings)
     for name, ts in out.sets.items():
         for r in ts.requires:
             if r not in out.sets:

@@ -1,0 +1,38 @@
+# libtorch_cuda's ATen part (target sets aten_cuda, aten_native_cuda, aten_transformers_cuda)
+# as caffe2/CMakeLists.txt and cmake/ of the release build it: one shared library `torch_cuda`
+# of the selected sets' units and the units torchgen generated (TDEV_GENERATED_SRCS), compiled
+# against the wheel's headers (stage1_torch.cmake), then the staged extraction (private ATen
+# headers the wheel does not ship), the nvidia-* packages' headers and the local toolkit.
+set(_aten_srcs ${aten_cuda_SRCS} ${aten_native_cuda_SRCS} ${aten_transformers_cuda_SRCS}
+    ${TDEV_GENERATED_SRCS})
+add_library(torch_cuda SHARED ${_aten_srcs})
+
+# ATen/cuda/CUDAConfig.h from the extraction's template, with this build's settings (the
+# wheel's copy says cuDNN, cuSPARSELt and MAGMA are there), searched before the wheel's
+set(NVCC_FLAGS_EXTRA "")
+configure_file("${TORCH_ROOT}/aten/src/ATen/cuda/CUDAConfig.h.in"
+               "${CMAKE_BINARY_DIR}/aten-include/ATen/cuda/CUDAConfig.h")
+target_include_directories(torch_cuda BEFORE PRIVATE
+  ${TDEV_PATCHED_INCLUDE} "${CMAKE_BINARY_DIR}/aten-include" ${TDEV_TORCH_INCLUDE_DIRS}
+  "${TORCH_ROOT}/aten/src" "${TORCH_ROOT}" ${TDEV_CODEGEN_INCLUDE_DIRS} ${TDEV_TREE_INCLUDE_DIRS})
+target_include_directories(torch_cuda SYSTEM PRIVATE ${TDEV_CUDA_LIB_INCLUDE_DIRS})
+
+# the stock definitions (caffe2/CMakeLists.txt, cmake/Codegen.cmake, cmake/Dependencies.cmake)
+target_compile_definitions(torch_cuda PRIVATE TORCH_CUDA_BUILD_MAIN_LIB AT_PER_OPERATOR_HEADERS
+  USE_CUDA TORCH_CUDA_USE_NVTX3 USE_C10D_NCCL USE_NCCL USE_DISTRIBUTED
+  HAVE_MALLOC_USABLE_SIZE=1 HAVE_MMAP=1 HAVE_SHM_OPEN=1 HAVE_SHM_UNLINK=1 _FILE_OFFSET_BITS=64
+  ${TDEV_FEATURE_DEFINES})
+set(_cuda_flags -DCUDA_HAS_FP16=1 -D__CUDA_NO_HALF_OPERATORS__ -D__CUDA_NO_HALF_CONVERSIONS__
+  -D__CUDA_NO_HALF2_OPERATORS__ -D__CUDA_NO_BFLOAT16_CONVERSIONS__
+  -DCUB_WRAPPED_NAMESPACE=at_cuda_detail --expt-relaxed-constexpr --expt-extended-lambda
+  -Wno-deprecated-gpu-targets "SHELL:-Xfatbin -compress-all"
+  "SHELL:-Xcudafe --diag_suppress=cc_clobber_ignored,--diag_suppress=bad_friend_decl")
+target_compile_options(torch_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:${_cuda_flags}>
+  $<$<COMPILE_LANGUAGE:CXX>:-fvisibility=hidden -O2>)
+set_target_properties(torch_cuda PROPERTIES CXX_STANDARD 17 CUDA_STANDARD 17)
+target_link_libraries(torch_cuda PRIVATE c10_cuda stage1::torch_cpu stage1::c10 tdev::cuda_libs
+                      CUDA::cudart ${CMAKE_DL_LIBS})
+if(TDEV_LINK_STAGE1 AND TDEV_LINK_Z_DEFS)
+  target_link_options(torch_cuda PRIVATE "LINKER:-z,defs")
+endif()
+install(TARGETS torch_cuda LIBRARY DESTINATION lib)
