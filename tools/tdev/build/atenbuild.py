@@ -17,6 +17,7 @@ from .stage import PATCHED_INCLUDE, stage_sources
 from .torchmode import account, cmake_lines, codegen_set, nvml_include
 
 CODEGEN_DIR = "codegen"
+STAGE_ONLY_DEFINE = "TORCH_CUDA_STAGE_ONLY"  # ON: codegen and staging, no CMake run
 ATEN_SETS = ("aten_cuda", "aten_native_cuda", "aten_transformers_cuda")
 
 
@@ -61,12 +62,15 @@ def sources_cmake(inputs: Inputs, generated: list[tuple[str, str]], compiled: li
         var = "C10_CUDA_SRCS" if name == "c10_cuda" else f"{name}_SRCS"
         lines.append(f"set({var}\n    " + "\n    ".join(srcs) + ")")
     lines += cmake_lines(t, f"${{CMAKE_CURRENT_SOURCE_DIR}}/{PATCHED_INCLUDE}", compiled,
-                         codegen_include, inputs.torch_source)
+                         codegen_include, inputs.torch_source,
+                         inputs.build_dir / CODEGEN_DIR / "sources")
     return "\n".join(lines) + "\n"
 
 
-def build_stage2(inputs: Inputs, settings, env: dict, echo, say, result, stage_settings) -> None:
-    """Codegen, stage, configure and build; fills ``result`` (a StandaloneResult)."""
+def build_stage2(inputs: Inputs, settings, env: dict, echo, say, result, stage_settings,
+                 install_to: Path | None = None) -> None:
+    """Codegen, stage, configure and build (and install into ``install_to``: lib/libc10_cuda,
+    lib/libtorch_cuda); fills ``result`` (a StandaloneResult)."""
     build_dir = inputs.build_dir
     t = inputs.torch_stage1
     say(f"wrapped-cmake: stage 1: torch {t.torch.full_version} at {t.torch.torch_dir} "
@@ -98,6 +102,14 @@ def build_stage2(inputs: Inputs, settings, env: dict, echo, say, result, stage_s
     applied = ", ".join(f"{p.name} ({p.state})" for p in stage.patches) or "none touch them"
     say(f"wrapped-cmake: staged {len(stage.files)} extracted files into {stage.root} "
         f"({stage.written} files written); patches: {applied}")
+    if _on(settings.defines.get(STAGE_ONLY_DEFINE, "")):
+        say(f"wrapped-cmake: staged only ({STAGE_ONLY_DEFINE}): configure elsewhere with `cmake -S "
+            f"{stage.stage_dir('stage2')} -B B -G Ninja -D TDEV_SITE_PACKAGES=<copy of "
+            f"{t.torch.site_packages}'s headers> -D TDEV_CODEGEN_DIR=<copy of "
+            f"{build_dir / CODEGEN_DIR / 'sources'}> -D TDEV_TREE_DIR=<the PyTorch tree> "
+            "-D TDEV_LINK_STAGE1=OFF -D NVML_INCLUDE_DIR=<dir of nvml.h> "
+            "-D CMAKE_CUDA_ARCHITECTURES=90`, then `ninja -C B torch_cuda`")
+        return
     own = {k: v for k, v in settings.defines.items() if k not in OWN_DEFINES
            and k not in inputs.target_sets.settings}
     cmake_targets = list(dict.fromkeys(inputs.target_sets.sets[n].cmake_target
@@ -111,3 +123,14 @@ def build_stage2(inputs: Inputs, settings, env: dict, echo, say, result, stage_s
     result.warnings += run2.warnings
     if not run2.ok:
         result.failure = run2.failure
+        return
+    if install_to is not None:
+        say(f"wrapped-cmake: installing stage 2 into {install_to}")
+        run = CMaker(s2, env=env, echo=echo).install(install_to)
+        result.runs["stage2-install"] = run
+        if not run.ok:
+            result.failure = run.failure
+
+
+def _on(value: str) -> bool:
+    return value.strip().lower() in ("1", "on", "yes", "true")

@@ -76,7 +76,7 @@ def build(settings: Settings, env: Mapping[str, str] | None = None,
             env["CCACHE_STATSLOG"] = str(stats_log)
     if inputs.stage1_mode == "torch":  # the installed torch of the same release is stage 1
         from .atenbuild import build_stage2
-        build_stage2(inputs, settings, env, echo, say, result, _stage_settings)
+        build_stage2(inputs, settings, env, echo, say, result, _stage_settings, install_to)
         if result.ok:
             _finish(settings, build_dir, result, stats_log)
         return result

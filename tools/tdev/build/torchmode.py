@@ -176,13 +176,26 @@ def codegen_set(name: str) -> str:
 
 
 def cmake_lines(t: TorchStage1, patched_include: str, generated_units: list[str],
-                codegen_include: list[str], tree: Path | None = None) -> list[str]:
-    """The wheel-mode variables of stage 2's sources.cmake."""
+                codegen_include: list[str], tree: Path | None = None,
+                codegen_dir: Path | None = None) -> list[str]:
+    """The wheel-mode variables of stage 2's sources.cmake. Every path under the stage-1
+    environment, the codegen directory or the PyTorch tree is written relative to
+    ``TDEV_SITE_PACKAGES``, ``TDEV_CODEGEN_DIR``, ``TDEV_TREE_DIR`` (defaults: this machine's),
+    so the staged project configures elsewhere with ``-D`` of those (the headers carried
+    there); ``TDEV_LINK_STAGE1`` likewise."""
     tor = t.torch
     libs = t.libraries
+    roots = [("TDEV_SITE_PACKAGES", tor.site_packages), ("TDEV_CODEGEN_DIR", codegen_dir),
+             ("TDEV_TREE_DIR", tree)]
+
+    def rel(p) -> str:
+        for var, root in roots:
+            if root is not None and Path(p).is_relative_to(root):
+                return f"${{{var}}}/{Path(p).relative_to(root).as_posix()}"
+        return str(p)
 
     def paths(ps) -> str:
-        return ";".join(str(p) for p in ps)
+        return ";".join(dict.fromkeys(rel(p) for p in ps))
     inc = [p for n in INCLUDED if n in libs and libs[n].found for p in libs[n].include_dirs]
     linked = [p for n in ALWAYS_LINKED if n in libs and libs[n].found for p in libs[n].libraries]
     defines, config = [], {"AT_CUDNN_ENABLED": 1, "AT_CUSPARSELT_ENABLED": 1, "AT_MAGMA_ENABLED": 1,
@@ -190,26 +203,28 @@ def cmake_lines(t: TorchStage1, patched_include: str, generated_units: list[str]
     for f in t.features.values():
         if f.on:
             defines += f.setting.defines
-            for n in f.setting.needs:
-                if n in libs:
-                    inc += [str(p) for p in libs[n].include_dirs]
+            inc += [p for n in f.setting.needs if n in libs for p in libs[n].include_dirs]
             linked += [p for n in f.setting.libraries if n in libs for p in libs[n].libraries]
         else:
             config.update(f.setting.config_off)
-    lines = ['set(TDEV_STAGE1 "torch")',
-             f'set(TDEV_TORCH_INCLUDE_DIRS "{paths(tor.include_dirs)}")',
-             f'set(TDEV_TORCH_LIB_DIR "{tor.lib_dir}")',
-             f'set(TDEV_TORCH_CXX11_ABI {int(tor.cxx11_abi)})',
-             f'set(TDEV_LINK_STAGE1 {"ON" if t.link_stage1 else "OFF"})',
-             f'set(TDEV_PATCHED_INCLUDE "{patched_include}")',
-             f'set(TDEV_CUDA_LIB_INCLUDE_DIRS "{paths(dict.fromkeys(map(str, inc)))}")',
-             f'set(TDEV_CUDA_LIB_LIBRARIES "{paths(dict.fromkeys(map(str, linked)))}")',
-             f'set(TDEV_FEATURE_DEFINES "{";".join(dict.fromkeys(defines))}")',
-             f'set(TDEV_CODEGEN_INCLUDE_DIRS "{paths(codegen_include)}")',
-             # last: private ATen headers (ATen/native/ufunc/*.h, ...) that neither the wheel
-             # nor the extraction holds, from the tree the extraction was made from
-             f'set(TDEV_TREE_INCLUDE_DIRS "{tree / "aten" / "src" if tree else ""}")',
-             "set(TDEV_GENERATED_SRCS\n    " + "\n    ".join(generated_units) + ")"]
+    lines = [f'if(NOT DEFINED {var})\n  set({var} "{root}")\nendif()'
+             for var, root in roots if root is not None]
+    lines += [f'if(NOT DEFINED TDEV_LINK_STAGE1)\n  set(TDEV_LINK_STAGE1 '
+              f'{"ON" if t.link_stage1 else "OFF"})\nendif()',
+              'set(TDEV_STAGE1 "torch")',
+              f'set(TDEV_TORCH_INCLUDE_DIRS "{paths(tor.include_dirs)}")',
+              f'set(TDEV_TORCH_LIB_DIR "{rel(tor.lib_dir)}")',
+              f'set(TDEV_TORCH_CXX11_ABI {int(tor.cxx11_abi)})',
+              f'set(TDEV_PATCHED_INCLUDE "{patched_include}")',
+              f'set(TDEV_CUDA_LIB_INCLUDE_DIRS "{paths(inc)}")',
+              f'set(TDEV_CUDA_LIB_LIBRARIES "{paths(linked)}")',
+              f'set(TDEV_FEATURE_DEFINES "{";".join(dict.fromkeys(defines))}")',
+              f'set(TDEV_CODEGEN_INCLUDE_DIRS "{paths(codegen_include)}")',
+              # last: private ATen headers (ATen/native/ufunc/*.h, ...) that neither the wheel
+              # nor the extraction holds, from the tree the extraction was made from
+              f'set(TDEV_TREE_INCLUDE_DIRS "{rel(tree / "aten" / "src") if tree else ""}")',
+              "set(TDEV_GENERATED_SRCS\n    " + "\n    ".join(rel(u) for u in generated_units)
+              + ")"]
     lines += [f"set({k} {v})" for k, v in sorted(config.items())]
     return lines
 
