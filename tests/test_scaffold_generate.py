@@ -162,8 +162,9 @@ def test_templates_hold_no_vendor_specific_code():
 def test_two_vendors_differ_only_where_their_profiles_do(tmp_path):
     """metax and cuda (both box vendor kernels as CUDA): with the same package and device name,
     only the HAL, the SDK lookup, the declared API header, the
-    vendor name and description, the default routes, the collective library and what the
-    profiles' vendor_kernels say differently (cuda: unlisted operators go to the vendor, hot ones unboxed) differ;
+    vendor name and description, the default routes, the collective library, what the
+    profiles' vendor_kernels say differently (cuda: unlisted operators go to the vendor, hot ones
+    unboxed) and cuda's device_count_probe (the HAL, _config.py) differ;
     every other file is byte for byte the same."""
     a = scaffold("metax", out=tmp_path / "a", name="torch_x", device="xdev")
     b = scaffold("cuda", out=tmp_path / "b", name="torch_x", device="xdev")
@@ -175,7 +176,7 @@ def test_two_vendors_differ_only_where_their_profiles_do(tmp_path):
     assert differ == ["README.md", "csrc/aten/Fallback.cpp", "csrc/aten/Unboxed.cpp",
                       "csrc/distributed/Collectives.cpp", "csrc/distributed/Collectives.h",
                       "csrc/runtime/HAL.cpp", "pyproject.toml",
-                      "setup.py", "torch_x/__init__.py", "torch_x/backends.conf",
+                      "setup.py", "torch_x/__init__.py", "torch_x/_config.py", "torch_x/backends.conf",
                       "torch_x/device/amp.py", "torch_x/distributed.py"]
 
 

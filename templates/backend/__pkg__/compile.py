@@ -1,6 +1,12 @@
 """torch.compile on the device.
 
-Registered at import:
+Registered when torch.compile first needs them, through torch's own extension points, not at
+import (the package is loaded by every `import torch`; torch._dynamo takes over a second to
+import): inductor's `init_backend_registration` asks the device module (`torch.<device>`) for
+`Scheduling`, `PythonWrapperCodegen`, `CppWrapperCodegen` and `WrapperFxCodegen` (the device
+module answers through `inductor_classes()` below), and dynamo finds the backend named after the
+device through the package's `torch_dynamo_backends` entry point (`compile_backend`). Either
+registers everything:
 - a dynamo `DeviceInterface` for the device (devices, streams, events, synchronize), which
   dynamo asks about every device a graph touches;
 - inductor's per-device pieces: the Python wrapper code generator, the device's op overrides
@@ -20,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
-from torch._dynamo import device_interface as _dynamo_devices
+from torch._dynamo import device_interface as _dynamo_devices  # imported by dynamo's use only
 
 from . import device as _device
 from ._config import DEVICE
@@ -145,18 +151,39 @@ def compile_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     """The device's torch.compile backend: inductor with every operator left to ATen."""
     from torch._inductor.compile_fx import compile_fx
 
+    register()
     return compile_fx(gm, example_inputs, config_patches=FALLBACK_OPTIONS)
 
 
+_inductor_classes: dict[str, Any] = {}
+
+
+def inductor_classes() -> dict[str, Any]:
+    """What inductor's init_backend_registration asks the device module for (registers
+    everything first)."""
+    register()
+    return _inductor_classes
+
+
 def register() -> None:
-    """Registers the device with dynamo and inductor, and the backend named after it."""
+    """Registers the device with dynamo and inductor, and the backend named after it (once)."""
+    if _inductor_classes:
+        return
     from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
     from torch._inductor.codegen.common import (register_backend_for_device,
                                                 register_device_op_overrides)
+    from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
     from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+    try:
+        from torch._inductor.codegen.wrapper_fxir import WrapperFxCodegen
+    except ImportError:  # older torch
+        WrapperFxCodegen = None
 
+    scheduling = _scheduling()
     _dynamo_devices.register_interface_for_device(DEVICE, DeviceInterface)
-    register_backend_for_device(DEVICE, _scheduling(), PythonWrapperCodegen)
+    register_backend_for_device(DEVICE, scheduling, PythonWrapperCodegen)
     register_device_op_overrides(DEVICE, _op_overrides())
     if DEVICE not in _COMPILER_FNS:
         register_backend(compile_backend, name=DEVICE)
+    _inductor_classes.update(Scheduling=scheduling, PythonWrapperCodegen=PythonWrapperCodegen,
+                             CppWrapperCodegen=CppWrapperCpu, WrapperFxCodegen=WrapperFxCodegen)

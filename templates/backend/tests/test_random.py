@@ -58,3 +58,34 @@ def test_seed_picks_a_new_seed():
     s2 = dev.seed()
     assert s1 != s2 and dev.initial_seed() == s2
     dev.seed_all()
+
+
+def test_offset_resumes_the_seeds_sequence():
+    """get_offset: 32-bit numbers drawn since seeding; set_offset after the same seed resumes
+    there (as torch.cuda's Philox offset), across the engine's 624-number state blocks too."""
+    dev.manual_seed(11)
+    assert dev.get_offset() == 0
+    torch.rand(10, device=DEVICE)
+    offset = dev.get_offset()
+    assert offset >= 10
+    after = draw()
+    torch.rand(5000, device=DEVICE)
+    assert dev.get_offset() >= offset + 5000
+    dev.manual_seed(11)
+    dev.set_offset(offset)
+    assert dev.get_offset() == offset
+    for a, b in zip(after, draw()):
+        assert torch.equal(a, b)
+
+
+def test_offset_of_a_generator_object():
+    g = torch.Generator(device=DEVICE)
+    g.manual_seed(3)
+    assert g.get_offset() == 0
+    torch.rand(700, generator=g, device=DEVICE)
+    offset = g.get_offset()
+    expected = torch.rand(5, generator=g, device=DEVICE).cpu()
+    g.manual_seed(3)
+    g.set_offset(offset)
+    assert torch.equal(torch.rand(5, generator=g, device=DEVICE).cpu(), expected)
+    assert g.get_offset() > offset

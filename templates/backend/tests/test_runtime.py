@@ -8,7 +8,7 @@ import sys
 import pytest
 import torch
 
-from conftest import DEVICE
+from conftest import DEVICE, pkg, run_python
 
 
 def test_data_assignment_across_cpu_and_device():
@@ -97,3 +97,37 @@ def test_a_child_forked_before_the_device_was_used_may_use_it():
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines()[:2] == ["bad fork: False", "no error"]
+
+
+def test_importing_and_counting_devices_leaves_the_runtime_uninitialised_where_probed():
+    """Where the profile counts devices without the runtime (CUDA: NVML, as torch.cuda), the
+    runtime stays uninitialised until the device is used, so the process may still fork; else
+    counting initialises it. Either way the count is the runtime's."""
+    p = run_python(f"""
+        import torch
+        from {pkg.__name__} import _C
+        module = getattr(torch, "{DEVICE}")
+        count = module.device_count()
+        available = module.is_available()
+        print(count, available, _C.runtime_initialized())
+        torch.ones(1, device="{DEVICE}")
+        print(_C.runtime_initialized(), _C.device_count())
+        """)
+    assert p.returncode == 0, p.stderr
+    count = pkg.device.device_count()
+    assert p.stdout.splitlines() == [f"{count} {count > 0} {not pkg._config.DEVICE_COUNT_PROBE}",
+                                     f"True {count}"]
+
+
+def test_accelerator_device_capability_lists_the_dtypes_of_the_device():
+    """torch.accelerator.get_device_capability (the device guard's getDeviceCapability): every
+    dtype but the quantized ones, which the device refuses (test_quantized.py)."""
+    assert torch.accelerator.current_accelerator().type == DEVICE
+    dtypes = torch.accelerator.get_device_capability(f"{DEVICE}:0")["supported_dtypes"]
+    assert dtypes == torch.accelerator.get_device_capability()["supported_dtypes"]
+    assert {torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.bool} <= dtypes
+    assert not dtypes & {torch.qint8, torch.quint8, torch.qint32, torch.quint4x2}
+    for dtype in (torch.float16, torch.bfloat16, torch.int64, torch.bool):
+        assert torch.ones(2, dtype=dtype, device=DEVICE).float().cpu().tolist() == [1.0, 1.0]
+    with pytest.raises(RuntimeError, match="invalid device index"):
+        torch.accelerator.get_device_capability(pkg.device.device_count())

@@ -68,6 +68,21 @@ class Runtime:
     init: tuple[Call, ...]
     declarations: Declarations
     collectives: Collectives | None = None  # the c10d backend's library (collectives_api.py)
+    device_count_probe: "DeviceCountProbe | None" = None
+
+
+@dataclass(frozen=True)
+class DeviceCountProbe:
+    """Counting devices without initialising the runtime, so that a process may fork before it
+    first uses the device (torch.cuda counts through NVML for the same reason): a library
+    loaded at run time (dlopen; absent or failing: the runtime's own count), its functions
+    ``int init(void)``, ``int count(unsigned int*)``, ``int shutdown(void)`` (0: success) and
+    the variable that restricts the visible devices (a comma list of indices)."""
+    library: str = conf(check=v.library_name)  # the file dlopen loads (libnvidia-ml.so.1)
+    init: str = conf(check=v.identifier)
+    count: str = conf(check=v.identifier)
+    shutdown: str | None = conf(None, check=_optional(v.identifier))
+    visible_devices_env: str | None = conf(None, check=_optional(v.env_var))
 
 
 @dataclass(frozen=True)
@@ -144,6 +159,7 @@ class _RuntimeFile:
     event_type: str = conf(check=v.identifier)
     calls: Any = None  # runtime_api.parse_calls
     declarations: Any = None  # runtime_api.parse_declarations
+    device_count_probe: DeviceCountProbe | None = None
 
 
 @dataclass(frozen=True)
@@ -278,7 +294,8 @@ def _runtime(doc: Document, r: _RuntimeFile) -> Runtime:
         header=r.header, library=r.library, status_type=r.status.type, success=r.status.success,
         out_of_memory=r.status.out_of_memory, not_ready=r.status.not_ready,
         stream_type=r.stream_type, event_type=r.event_type,
-        copy_kinds=kinds, calls=calls, init=init, declarations=decls)
+        copy_kinds=kinds, calls=calls, init=init, declarations=decls,
+        device_count_probe=r.device_count_probe)
 
 
 def _vendor_kernels(doc: Document, vk: VendorKernels | None,

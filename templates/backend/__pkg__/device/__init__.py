@@ -13,6 +13,7 @@ from .memory import (empty_cache, max_memory_allocated, max_memory_reserved, mem
                      reset_accumulated_memory_stats, reset_peak_memory_stats)
 from .random import (get_rng_state, get_rng_state_all, initial_seed, manual_seed,
                      manual_seed_all, seed, seed_all, set_rng_state, set_rng_state_all)
+from .random import get_offset, set_offset  # noqa: F401  (not torch_npu names: outside __all__)
 from .streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream
 from . import amp  # noqa: F401
 
@@ -102,3 +103,16 @@ class device_of(device):
 
     def __init__(self, tensor: torch.Tensor):
         super().__init__(tensor.get_device() if tensor.device.type == DEVICE else -1)
+
+
+_INDUCTOR_CLASSES = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen")
+
+
+def __getattr__(name: str) -> Any:
+    """inductor's classes for the device, asked for by torch's init_backend_registration when
+    inductor first runs: the package's torch.compile support is registered then (compile.py)."""
+    if name in _INDUCTOR_CLASSES:
+        from .. import compile as _compile
+
+        return _compile.inductor_classes()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

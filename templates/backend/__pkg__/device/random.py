@@ -50,6 +50,17 @@ def set_rng_state(new_state: torch.Tensor, device: Any = None) -> None:
     _C.set_rng_state(_idx(device), data)
 
 
+def get_offset(device: Any = None) -> int:
+    """How many 32-bit numbers the device's default generator has drawn since it was seeded
+    (torch.Generator(device=...).get_offset() for other generators)."""
+    return _C.get_offset(_idx(device))
+
+
+def set_offset(offset: int, device: Any = None) -> None:
+    """Resumes the current seed's sequence after `offset` numbers (as returned by get_offset)."""
+    _C.set_offset(_idx(device), int(offset))
+
+
 def get_rng_state_all() -> list[torch.Tensor]:
     return [get_rng_state(i) for i in range(_C.device_count())]
 

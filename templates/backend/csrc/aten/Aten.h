@@ -27,6 +27,9 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // Generator? arguments -> the CPU generators behind this device's generators
 void use_device_generators(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 bool takes_generator(const c10::OperatorHandle& op);
+// Quantized.cpp: quantized tensors are not supported on the device: one line naming op and where
+// it met one (the Quantized<device> key, or a vendor kernel's quantized result)
+[[noreturn]] void quantized_unsupported(const c10::OperatorHandle& op, const char* where);
 // routed-call logging (BACKEND_ENV_PREFIX "_LOG_DISPATCH")
 bool dispatch_logging();
 void log_dispatch(const char* name, const char* overload, const char* backend);

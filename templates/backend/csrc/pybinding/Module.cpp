@@ -51,6 +51,10 @@ PyObject* synchronize(PyObject*, PyObject* arg) {
 
 PyObject* in_bad_fork(PyObject*, PyObject*) { return PyBool_FromLong(BACKEND_NS::in_bad_fork()); }
 
+PyObject* runtime_initialized(PyObject*, PyObject*) {
+  return PyBool_FromLong(api::runtime_initialized());
+}
+
 PyObject* current_stream(PyObject*, PyObject* arg) {
   INT_ARG(device, arg);
   return guarded([&] {
@@ -166,6 +170,21 @@ PyObject* set_rng_state(PyObject*, PyObject* args) {
   });
 }
 
+PyObject* get_offset(PyObject*, PyObject* arg) {
+  INT_ARG(device, arg);
+  return guarded([&] { return PyLong_FromUnsignedLongLong(api::get_offset(device)); });
+}
+
+PyObject* set_offset(PyObject*, PyObject* args) {
+  int device = 0;
+  unsigned long long offset = 0;
+  if (!PyArg_ParseTuple(args, "iK", &device, &offset)) return nullptr;
+  return guarded([&] {
+    api::set_offset(device, offset);
+    Py_RETURN_NONE;
+  });
+}
+
 PyObject* route(PyObject*, PyObject* args) {
   const char* op = nullptr;
   const char* backend = nullptr;
@@ -225,6 +244,8 @@ PyMethodDef methods[] = {
     {"exchange_device", exchange_device, METH_O, "set the device, return the previous one"},
     {"synchronize", synchronize, METH_O, "wait for all work on a device (-1: current)"},
     {"in_bad_fork", in_bad_fork, METH_NOARGS, "forked after the parent used the device"},
+    {"runtime_initialized", runtime_initialized, METH_NOARGS,
+     "whether this process has initialised the vendor runtime"},
     {"current_stream", current_stream, METH_O, "(stream_id, device_index, device_type)"},
     {"set_stream", set_stream, METH_VARARGS, "make (stream_id, device) current"},
     {"memory_stats", memory_stats, METH_O, "caching allocator statistics"},
@@ -236,6 +257,8 @@ PyMethodDef methods[] = {
     {"manual_seed", manual_seed, METH_VARARGS, "seed a device's default generator"},
     {"seed", seed, METH_O, "seed a device's default generator non-deterministically"},
     {"initial_seed", initial_seed, METH_O, ""},
+    {"get_offset", get_offset, METH_O, "numbers drawn since seeding (default generator)"},
+    {"set_offset", set_offset, METH_VARARGS, "resume the seed's sequence at an offset"},
     {"get_rng_state", get_rng_state, METH_O, "generator state as bytes"},
     {"set_rng_state", set_rng_state, METH_VARARGS, ""},
     {"route", route, METH_VARARGS, "register a C++ kernel (vendor, cpu) for an operator"},

@@ -18,6 +18,7 @@ int current_device();
 void set_device(int device);
 int exchange_device(int device);  // returns the previous device
 void synchronize(int device);     // -1: the current device
+bool runtime_initialized();       // whether this process has initialised the vendor runtime
 
 // streams, as (stream_id, device_index, device_type) for torch.Stream(stream_id=..., ...)
 struct StreamRef {
@@ -43,6 +44,9 @@ uint64_t seed(int device);  // a fresh non-deterministic seed, returned
 uint64_t initial_seed(int device);
 std::string get_rng_state(int device);
 void set_rng_state(int device, const std::string& state);
+// numbers drawn since seeding (torch.Generator.get_offset/set_offset of the default generator)
+uint64_t get_offset(int device);
+void set_offset(int device, uint64_t offset);
 
 // operator routing (backends.conf); "vendor" or "cpu" kernels live in C++, FlagGems in Python
 void route(const std::string& op, const std::string& backend);  // replaces an earlier route

@@ -75,5 +75,7 @@ int exchange_device(int device) {
 
 void synchronize(int device) { device_synchronize(static_cast<c10::DeviceIndex>(device)); }
 
+bool runtime_initialized() { return hal::initialized(); }
+
 }  // namespace api
 }  // namespace BACKEND_NS

@@ -3,6 +3,10 @@
 // forwards to Device.cpp, Stream.cpp, Event.cpp or the allocator; nothing is decided here.
 // Copied by tdev scaffold as it is: a plain source; the package's names come from runtime/Config.h.
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#if __has_include(<c10/core/DeviceCapability.h>)
+#include <c10/core/DeviceCapability.h>  // torch >= 2.10: torch.accelerator.get_device_capability
+#define BACKEND_HAS_DEVICE_CAPABILITY 1
+#endif
 
 #include "runtime/Runtime.h"
 
@@ -36,6 +40,17 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
   c10::Stream getNewStream(c10::Device d, int) const override { return new_stream(d.index()); }
   c10::Stream exchangeStream(c10::Stream s) const override { return set_current_stream(s); }
   c10::DeviceIndex deviceCount() const noexcept override { return device_count(); }
+#ifdef BACKEND_HAS_DEVICE_CAPABILITY
+  // the dtypes a tensor of the device may have: all but the quantized ones (Quantized.cpp)
+  c10::DeviceCapability getDeviceCapability(c10::Device d) const override {
+    check_device(d.has_index() ? d.index() : current_device());
+    c10::DeviceCapability cap;
+    auto& types = cap.capability_data.supported_scalar_types;
+    types.has_QInt8 = types.has_QUInt8 = types.has_QInt32 = 0;
+    types.has_QUInt4x2 = types.has_QUInt2x4 = 0;
+    return cap;
+  }
+#endif
 
   void destroyEvent(void* event, const c10::DeviceIndex device) const noexcept override {
     event_destroy(event, device);

@@ -21,7 +21,10 @@ struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-int device_count() noexcept;  // 0 when the runtime or driver is unusable
+// 0 when the runtime or driver is unusable. Where the profile has a device_count_probe, counted
+// without initialising the runtime until something else has (fork-safe before first use).
+int device_count() noexcept;
+bool initialized() noexcept;  // whether the runtime has been initialised by this process
 void set_device(int device);
 int get_device();
 

@@ -42,8 +42,21 @@ class GeneratorImpl final : public c10::GeneratorImpl {
     std::lock_guard<std::mutex> lock(inner()->mutex_);
     return inner()->seed();
   }
-  void set_offset(uint64_t offset) override { inner()->set_offset(offset); }
-  uint64_t get_offset() const override { return inner()->get_offset(); }
+  // The offset: how many 32-bit numbers the engine has drawn since it was seeded (the role of
+  // torch.cuda's Philox offset): after manual_seed(s), set_offset(o) resumes the sequence where
+  // get_offset() returned o. set_offset drops a cached normal sample (Box-Muller's second).
+  void set_offset(uint64_t offset) override {
+    std::lock_guard<std::mutex> lock(inner()->mutex_);
+    at::mt19937 engine(cpu_impl()->current_seed());
+    for (uint64_t i = 0; i < offset; ++i) (void)engine();
+    cpu_impl()->set_engine(engine);
+    cpu_impl()->set_next_float_normal_sample(std::nullopt);
+    cpu_impl()->set_next_double_normal_sample(std::nullopt);
+  }
+  uint64_t get_offset() const override {
+    std::lock_guard<std::mutex> lock(inner()->mutex_);
+    return engine_offset(cpu_impl()->engine());
+  }
   void set_state(const c10::TensorImpl& state) override {
     std::lock_guard<std::mutex> lock(inner()->mutex_);
     inner()->set_state(state);
@@ -62,6 +75,24 @@ class GeneratorImpl final : public c10::GeneratorImpl {
   }
 
   c10::GeneratorImpl* inner() const { return cpu_.unsafeGetGeneratorImpl(); }
+  at::CPUGeneratorImpl* cpu_impl() const { return static_cast<at::CPUGeneratorImpl*>(inner()); }
+
+  // Draws since seeding, found by replaying the seed's sequence one state block (624 numbers)
+  // at a time; a state that no draw from the seed reaches (set_state) is an error.
+  static uint64_t engine_offset(const at::mt19937& now) {
+    const at::mt19937_data_pod target = now.data();
+    at::mt19937 replay(target.seed_);
+    if (target.next_ == 0 && replay.data().state_ == target.state_) return 0;
+    constexpr uint64_t kBlock = at::MERSENNE_STATE_N;
+    constexpr uint64_t kMaxBlocks = uint64_t{1} << 20;
+    (void)replay();  // the first draw makes the first block
+    for (uint64_t block = 0; block < kMaxBlocks; ++block) {
+      if (replay.data().state_ == target.state_) return block * kBlock + target.next_;
+      for (uint64_t i = 0; i < kBlock; ++i) (void)replay();
+    }
+    TORCH_CHECK(false, BACKEND_DEVICE ": the generator's state is not reached from its seed "
+                "within ", kMaxBlocks * kBlock, " draws (set by set_state?): no offset");
+  }
 
   at::Generator cpu_;
 };
@@ -191,6 +222,10 @@ void set_rng_state(int device, const std::string& bytes) {
   std::memcpy(state.mutable_data_ptr(), bytes.data(), bytes.size());
   generator_of(device)->set_state(*state.unsafeGetTensorImpl());
 }
+
+uint64_t get_offset(int device) { return generator_of(device)->get_offset(); }
+
+void set_offset(int device, uint64_t offset) { generator_of(device)->set_offset(offset); }
 
 }  // namespace api
 }  // namespace BACKEND_NS
