@@ -10,6 +10,10 @@
 #   flaggems   the generated tests with FlagGems installed (test_flaggems.py, test_routing.py,
 #              a subset of test_parity.py under FlagGems routes)
 #   train-recorded  bench_route_train.py --record-tune (the model's own calls, tuned)
+#   compile    benchmarks/bench_route_compile.py: torch.compile of a small transformer on the
+#              device (its own backend) and on torch.cuda (inductor), equal to eager, step times
+#   profile    benchmarks/bench_route_profile.py: the training step's host time per operator,
+#              device vs torch.cuda
 # Results in $OUT (<= 8 files). From the repository root:
 #   bash benchmarks/gpu/run.sh [STEP...]
 # FlagGems and its needs travel as wheels in .whl/ (docs/gpu-results.md says how).
@@ -46,7 +50,7 @@ step() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
   fi
   if step tests; then
     log "generated tests, vendor routes (FlagGems not importable)"
-    (cd "$PKG/tests" && timeout 240 python3 -m pytest -q -p no:cacheprovider --timeout 120 -rs \
+    (cd "$PKG/tests" && timeout ${TESTS_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider --timeout 120 -rs \
       --durations=5 2>&1) | tee "$OUT/tests_vendor.txt" | tail -25
   fi
   cd /tmp
@@ -70,8 +74,18 @@ step() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
   if step train; then
     log "training step with the tuned routes vs torch.cuda"
     conf=(); [ -f "$OUT/tuned.conf" ] && conf=(--conf "$OUT/tuned.conf")
-    with_flaggems timeout 240 python3 "$REPO/benchmarks/bench_route_train.py" \
+    with_flaggems timeout ${TRAIN_TIMEOUT:-240} python3 "$REPO/benchmarks/bench_route_train.py" \
       --package torch_nvgpu "${conf[@]}" --json "$OUT/train.json"
+  fi
+  if step compile; then
+    log "torch.compile: the device's backend vs torch.cuda's inductor"
+    timeout 150 python3 "$REPO/benchmarks/bench_route_compile.py" --package torch_nvgpu \
+      --json "$OUT/compile.json"
+  fi
+  if step profile; then
+    log "training step profiled per operator: device vs torch.cuda"
+    timeout 120 python3 "$REPO/benchmarks/bench_route_profile.py" --package torch_nvgpu \
+      --top 40 --json "$OUT/profile.json"
   fi
   if step flaggems; then
     log "generated tests with FlagGems installed"

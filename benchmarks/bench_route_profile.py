@@ -1,0 +1,116 @@
+"""Where a training step's host time goes: the step of bench_route_train.py profiled on a device
+package and on its reference device (torch.cuda for the cuda package), operator by operator.
+
+Each side runs in its own interpreter (the reference with TORCH_DEVICE_BACKEND_AUTOLOAD=0, as
+torch cannot run a CUDA backward pass where a PrivateUse1 backend is registered): --warmup steps,
+then --steps steps timed on the wall clock (loss.item() synchronises), then one step under
+torch.profiler (CPU activity: host time per operator). Printed: both step medians, the operator
+calls per step on each side, and the operators whose self host time differs most.
+
+    python benchmarks/bench_route_profile.py --package torch_nvgpu --json profile.json
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def _testing_module(package: str):
+    """PKG/testing.py loaded by path: the reference side must not import the package."""
+    spec = importlib.util.find_spec(package)
+    path = Path(spec.origin).parent / "testing.py"
+    s = importlib.util.spec_from_file_location("_testing", path)
+    m = importlib.util.module_from_spec(s)
+    s.loader.exec_module(m)
+    return m
+
+
+def worker(args) -> dict:
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    t = _testing_module(args.package)
+    device = args.device
+    torch.manual_seed(0)
+    net = t.TinyTransformer(vocab=args.vocab, dim=args.dim, heads=max(1, args.dim // 64),
+                            layers=args.layers, seq=args.seq).to(device)
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-3)
+    batches = t.make_batches(args.warmup + args.steps + 1, args.batch, args.seq, args.vocab)
+    step = lambda b: t.train(net, [b], device, autocast_dtype=torch.bfloat16, optimizer=opt)
+    times = []
+    for i, b in enumerate(batches[:-1]):
+        t0 = time.perf_counter()
+        step(b)
+        if i >= args.warmup:
+            times.append((time.perf_counter() - t0) * 1e3)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        step(batches[-1])
+    ops = {}
+    for e in prof.key_averages():
+        ops[e.key] = [e.count, e.self_cpu_time_total]
+    return {"device": device, "step_ms": statistics.median(times), "ops": ops}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--package", default="torch_nvgpu")
+    ap.add_argument("--device", help="(internal) profile this device in this process")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--dim", type=int, default=512)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--seq", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--vocab", type=int, default=8192)
+    ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    if args.device:
+        print("RESULT", json.dumps(worker(args)))
+        return 0
+    pkg = __import__(args.package)
+    ref = _testing_module(args.package).reference_device()
+    base = [sys.executable, os.path.abspath(__file__)] + [
+        f"--{k}={getattr(args, k)}" for k in ("package", "warmup", "steps", "dim", "layers", "seq",
+                                               "batch", "vocab")]
+    results = {}
+    for device, autoload in ((ref, "0"), (pkg.DEVICE, "1")):
+        p = subprocess.run(base + [f"--device={device}"], capture_output=True, text=True,
+                           env=dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD=autoload),
+                           timeout=1200)
+        if p.returncode != 0:
+            print(p.stderr[-3000:], file=sys.stderr)
+            return 1
+        line = next(x for x in p.stdout.splitlines() if x.startswith("RESULT "))
+        results[device] = json.loads(line[len("RESULT "):])
+    a, b = results[ref], results[pkg.DEVICE]
+    print(f"step (median of {args.steps}): {ref} {a['step_ms']:.2f} ms, {pkg.DEVICE} "
+          f"{b['step_ms']:.2f} ms, ratio {b['step_ms'] / a['step_ms']:.3f}")
+    calls = {d: sum(c for c, _ in r["ops"].values() if True) for d, r in results.items()}
+    print("operator events in the profiled step:", ", ".join(f"{d} {n}" for d, n in calls.items()))
+    names = set(a["ops"]) | set(b["ops"])
+    rows = []
+    for n in names:
+        ca, ta = a["ops"].get(n, [0, 0.0])
+        cb, tb = b["ops"].get(n, [0, 0.0])
+        rows.append((tb - ta, n, ca, cb, ta, tb))
+    rows.sort(reverse=True)
+    print(f"{'operator':48s} {'calls ' + ref:>12s} {'calls ' + pkg.DEVICE:>12s} "
+          f"{'self us ' + ref:>14s} {'self us ' + pkg.DEVICE:>14s}")
+    for d, n, ca, cb, ta, tb in rows[:args.top]:
+        print(f"{n[:48]:48s} {ca:12d} {cb:12d} {ta:14.0f} {tb:14.0f}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(results, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
