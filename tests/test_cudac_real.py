@@ -27,7 +27,6 @@ from wrapped_cmake.errors import InputError
 
 REPO = Path(__file__).resolve().parent.parent
 OVERLAY = REPO / "third_device" / "torch_cuda_overlay"
-STAGE1 = Path(os.environ.get("TDEV_TORCH_PYTHON", Path.home() / ".cache/tdev/stage1/torch-2.6.0/bin/python"))
 BUILD = Path(os.environ.get("TDEV_CUDAC_BUILD_DIR", Path.home() / ".cache/tdev/test-cudac"))
 CUDA_PREFIXES = ("_cuda", "_nccl", "_cudart", "_cudnn", "_cusparselt", "_nvtx", "_gds", "_CUDA",
                  "_Cuda", "_MemPool")
@@ -35,6 +34,7 @@ CUDA_PREFIXES = ("_cuda", "_nccl", "_cudart", "_cudnn", "_cusparselt", "_nvtx", 
 CONFIGURED = {"_cuda_getArchFlags": "the kernels' archs: -D CUDAC_ARCH_FLAGS (not given here)"}
 
 pytestmark = [pytest.mark.realtree, pytest.mark.slow]
+pytest_plugins = ("stage1",)  # stage1_py, stage1: the stage-1 torch 2.6.0 (tests/stage1.py)
 
 PROBE = r'''
 import json, sys, warnings
@@ -112,16 +112,12 @@ def extraction(pytorch_tree, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def build(extraction) -> Path:
+def build(extraction, stage1) -> Path:
     """_CUDAC built from the extraction (staged in BUILD/src), BUILD/build/python on return."""
-    if not STAGE1.is_file():
-        pytest.skip(f"no stage-1 torch 2.6.0 at {STAGE1} (set TDEV_TORCH_PYTHON)")
-    site = Path(_run([STAGE1, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
-                .stdout.strip())
     manifest = load_manifest(extraction)
     plan = cudac.plan_cudac(manifest, cudac.load_spec(OVERLAY))
     sources = cudac.stage(manifest, plan, BUILD / "src")
-    args = cudac.cmake_args(sources, site / "torch", STAGE1, BUILD / "src")
+    args = cudac.cmake_args(sources, stage1.torch_dir, stage1.python, BUILD / "src")
     launcher = ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"] if shutil.which("ccache") else []
     t0, cpu0 = time.perf_counter(), _cpu()
     conf = _run(["cmake", "-S", OVERLAY / "cudac", "-B", BUILD / "build", "-G", "Ninja",
@@ -134,16 +130,16 @@ def build(extraction) -> Path:
     return BUILD / "build" / "python"
 
 
-def _probe(build: Path, which: str) -> dict:
+def _probe(python: Path, build: Path, which: str) -> dict:
     env = {**os.environ, "PYTHONPATH": str(build)}
-    done = _run([STAGE1, "-c", PROBE, which], env=env, cwd=build)
+    done = _run([python, "-c", PROBE, which], env=env, cwd=build)
     assert done.returncode == 0, done.stderr[-4000:]
     return json.loads(done.stdout.splitlines()[-1])
 
 
 @pytest.fixture(scope="module")
-def probes(build) -> dict[str, dict]:
-    return {which: _probe(build, which) for which in ("stock", "ours")}
+def probes(build, stage1_py) -> dict[str, dict]:
+    return {which: _probe(stage1_py, build, which) for which in ("stock", "ours")}
 
 
 def test_sources_are_what_2_6_0_compiles_into_libtorch_python(pytorch_tree, extraction):
@@ -219,23 +215,22 @@ def test_own_registry_and_state(probes, build):
     assert state["stream_bases"] == [True, True] and state["stock_stream_untouched"]
 
 
-def test_patch_0002_line_imports(build):
+def test_patch_0002_line_imports(build, stage1_py):
     patch = (REPO / "torch_patches/0002-dynamo-get-cuda-stream-from-cudac.patch").read_text()
     line = next(ln[1:].strip() for ln in patch.splitlines()
                 if ln.startswith("+") and "_CUDAC" in ln and "import" in ln)
     code = f"import torch_cuda\n{line}\nprint(get_cuda_stream.__module__, get_cuda_stream.__name__)"
-    done = _run([STAGE1, "-W", "ignore", "-c", code], env={**os.environ, "PYTHONPATH": str(build)})
+    done = _run([stage1_py, "-W", "ignore", "-c", code], env={**os.environ, "PYTHONPATH": str(build)})
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["torch.cuda._CUDAC", "_cuda_getCurrentRawStream"]
 
 
-def test_symbols_are_its_own(build):
+def test_symbols_are_its_own(build, stage1):
     """Only PyInit__CUDAC is exported, and no symbol of the module's own units is taken from the
     stock libtorch_python (which defines them all too: a unit missing from the build would link
     silently); torch::cuda code that libtorch_cuda holds (comm, nccl, allocator) comes from it."""
     so = next(build.glob("torch_cuda/_CUDAC*.so"))
-    lib = Path(_run([STAGE1, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
-               .stdout.strip()) / "torch" / "lib"
+    lib = stage1.lib_dir
 
     def syms(path: Path, *flags: str) -> set[str]:
         names = [ln.split()[0].split("@")[0]

@@ -48,9 +48,11 @@ function(tdev_add_cudac target)
   endif()
   target_compile_definitions(${target} PRIVATE ${A_DEFINITIONS} ${_pybind11}
                              _GLIBCXX_USE_CXX11_ABI=${A_CXX11_ABI})
-  if(A_ARCH_FLAGS)
-    set_source_files_properties(${A_SOURCES} TARGET_DIRECTORY ${target} PROPERTIES
-                                COMPILE_DEFINITIONS "CUDA_ARCH_FLAGS=\"${A_ARCH_FLAGS}\"")
+  if(A_ARCH_FLAGS)  # Module.cpp only, as torch/CMakeLists.txt; the unit stringizes the macro
+    set(_module ${A_SOURCES})
+    list(FILTER _module INCLUDE REGEX "/cuda/Module\\.cpp$")
+    set_source_files_properties(${_module} TARGET_DIRECTORY ${target} PROPERTIES
+                                COMPILE_DEFINITIONS "CUDA_ARCH_FLAGS=${A_ARCH_FLAGS}")
   endif()
   # -fabi-version=11: the mangling the stock libraries were built with (torch.__config__);
   # cudart.cpp binds the deprecated profiler API, as torch/CMakeLists.txt allows.

@@ -4,9 +4,9 @@ The overlay's ``cudac/sources.yaml`` names, by original PyTorch path, the ``torc
 units PyTorch compiles into libtorch_python (each optional one under its setting); the manifest
 says where the extractor put them. The sources include their headers by original path, so the
 units and the extraction's headers are staged under their original paths in a directory of the
-build (the private include root, searched after stage 1's headers). ``cmake_args`` gives the ``-D`` values
-of the overlay's ``cudac/CMakeLists.txt``; a larger build calls ``tdev_add_cudac()``
-(``cudac/cudac.cmake``) with the same lists.
+build (the private include root, searched after stage 1's headers). ``cmake_args`` gives the
+``-D`` values of the overlay's ``cudac/CMakeLists.txt``; a larger build calls
+``tdev_add_cudac()`` (``cudac/cudac.cmake``) with the same lists.
 """
 from __future__ import annotations
 
@@ -52,10 +52,6 @@ class CudacPlan:
     units: tuple[tuple[str, Path], ...]
     excluded: tuple[tuple[str, str], ...]  # (original path, the setting that is off)
     not_built: tuple[tuple[str, str], ...]  # (original path, why)
-
-    @property
-    def files(self) -> tuple[Path, ...]:
-        return tuple(p for _, p in self.units)
 
 
 def load_spec(overlay: Path) -> CudacSpec:
