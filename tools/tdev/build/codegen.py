@@ -49,7 +49,7 @@ CONFIG = Path(__file__).resolve().parents[1] / "data" / "codegen.yaml"
 RECORD = "codegen.json"
 TORCHGEN_TIMEOUT_S = 900
 
-DRIVER = Path(__file__).resolve().with_name("torchgen_driver.py")  # run by the stage-1 python
+DRIVER = Path(__file__).resolve().parent / "stage1_scripts" / "torchgen_driver.py"  # run by the stage-1 python, never imported here
 
 
 @dataclass(frozen=True)
