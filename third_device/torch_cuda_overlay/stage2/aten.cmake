@@ -5,6 +5,11 @@
 # headers the wheel does not ship), the nvidia-* packages' headers and the local toolkit.
 set(_aten_srcs ${aten_cuda_SRCS} ${aten_native_cuda_SRCS} ${aten_transformers_cuda_SRCS}
     ${TDEV_GENERATED_SRCS})
+# ATen/cuda/nvrtc_stub is a library of its own, as in the stock build (caffe2_nvrtc: NVRTC and
+# the driver API behind one table; torch_cuda dlopens it lazily, so torch_cuda needs no libcuda)
+set(_nvrtc_stub ${_aten_srcs})
+list(FILTER _nvrtc_stub INCLUDE REGEX "/nvrtc_stub/ATenNVRTC\\.cpp$")
+list(FILTER _aten_srcs EXCLUDE REGEX "/nvrtc_stub/ATenNVRTC\\.cpp$")
 add_library(torch_cuda SHARED ${_aten_srcs})
 
 # ATen/cuda/CUDAConfig.h from the extraction's template, with this build's settings (the
@@ -19,7 +24,7 @@ target_include_directories(torch_cuda SYSTEM PRIVATE ${TDEV_CUDA_LIB_INCLUDE_DIR
 
 # the stock definitions (caffe2/CMakeLists.txt, cmake/Codegen.cmake, cmake/Dependencies.cmake)
 target_compile_definitions(torch_cuda PRIVATE TORCH_CUDA_BUILD_MAIN_LIB AT_PER_OPERATOR_HEADERS
-  USE_CUDA TORCH_CUDA_USE_NVTX3 USE_C10D_NCCL USE_NCCL USE_DISTRIBUTED
+  USE_CUDA TORCH_CUDA_USE_NVTX3 USE_C10D_NCCL USE_NCCL USE_DISTRIBUTED FMT_HEADER_ONLY=1
   HAVE_MALLOC_USABLE_SIZE=1 HAVE_MMAP=1 HAVE_SHM_OPEN=1 HAVE_SHM_UNLINK=1 _FILE_OFFSET_BITS=64
   ${TDEV_FEATURE_DEFINES})
 set(_cuda_flags -DCUDA_HAS_FP16=1 -D__CUDA_NO_HALF_OPERATORS__ -D__CUDA_NO_HALF_CONVERSIONS__
@@ -36,3 +41,22 @@ if(TDEV_LINK_STAGE1 AND TDEV_LINK_Z_DEFS)
   target_link_options(torch_cuda PRIVATE "LINKER:-z,defs")
 endif()
 install(TARGETS torch_cuda LIBRARY DESTINATION lib)
+
+
+if(_nvrtc_stub)
+  add_library(caffe2_nvrtc SHARED ${_nvrtc_stub})
+  target_include_directories(caffe2_nvrtc PRIVATE ${TDEV_PATCHED_INCLUDE} ${TDEV_TORCH_INCLUDE_DIRS}
+                             "${TORCH_ROOT}/aten/src" "${TORCH_ROOT}")
+  target_include_directories(caffe2_nvrtc SYSTEM PRIVATE ${TDEV_NVRTC_INCLUDE_DIRS}
+                             ${CUDAToolkit_INCLUDE_DIRS})
+  if(TDEV_LINK_STAGE1)
+    target_link_libraries(caffe2_nvrtc PRIVATE ${TDEV_NVRTC_LIBRARIES})
+  endif()
+  if(TARGET CUDA::cuda_driver)  # the driver's libcuda (or the toolkit's stub), where there is one
+    target_link_libraries(caffe2_nvrtc PRIVATE CUDA::cuda_driver)
+  else()
+    message(STATUS "caffe2_nvrtc: no libcuda here (no driver, no stub): linked without it")
+  endif()
+  install(TARGETS caffe2_nvrtc LIBRARY DESTINATION lib)
+  add_dependencies(torch_cuda caffe2_nvrtc)  # built with it (loaded by it at run time)
+endif()

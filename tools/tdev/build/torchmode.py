@@ -220,6 +220,8 @@ def cmake_lines(t: TorchStage1, patched_include: str, generated_units: list[str]
               f'set(TDEV_CUDA_LIB_LIBRARIES "{paths(linked)}")',
               f'set(TDEV_FEATURE_DEFINES "{";".join(dict.fromkeys(defines))}")',
               f'set(TDEV_CODEGEN_INCLUDE_DIRS "{paths(codegen_include)}")',
+              f'set(TDEV_NVRTC_INCLUDE_DIRS "{paths(_lib(libs, "nvrtc", "include_dirs"))}")',
+              f'set(TDEV_NVRTC_LIBRARIES "{paths(_lib(libs, "nvrtc", "libraries"))}")',
               # last: private ATen headers (ATen/native/ufunc/*.h, ...) that neither the wheel
               # nor the extraction holds, from the tree the extraction was made from
               f'set(TDEV_TREE_INCLUDE_DIRS "{rel(tree / "aten" / "src") if tree else ""}")',
@@ -227,6 +229,11 @@ def cmake_lines(t: TorchStage1, patched_include: str, generated_units: list[str]
               + ")"]
     lines += [f"set({k} {v})" for k, v in sorted(config.items())]
     return lines
+
+
+def _lib(libs: Mapping[str, object], name: str, attr: str) -> tuple:
+    lib = libs.get(name)
+    return getattr(lib, attr) if lib is not None and lib.found else ()
 
 
 def nvml_include(t: TorchStage1) -> list[str]:
