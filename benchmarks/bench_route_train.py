@@ -3,12 +3,17 @@ reference device (torch.cuda for the cuda package), in one run, and whether the 
 
 The model is PKG.testing.TinyTransformer (random init, no downloads), trained with AdamW under
 bf16 autocast on the same batches from the same initial weights on both devices
-(PKG.testing.run_training; the reference in a fresh interpreter, as torch cannot run a CUDA
-backward pass where a PrivateUse1 backend is registered). Routes:
+(PKG.testing.run_training). Routes:
 the package's backends.conf, or --conf FILE, or --record-tune: record the model step's
 operator calls (tdev route record), tune them (tdev route tune, the --max-cases most frequent)
 and apply the result. Figures: median step time (wall clock, device synchronised by
 loss.item()) after --warmup steps, the ratio plugin / native, the largest relative loss gap.
+
+Both sides train in fresh interpreters (torch cannot run a CUDA backward pass where a PrivateUse1
+backend is registered; the device side loads the package and reads the routes from
+<PREFIX>_BACKEND_CONFIG), alternating for --rounds rounds, each pinned to the same CPUs
+(--cpus): the step is bound by host time, which moves by 10-30% between processes on other
+cores. The figures are the medians over the rounds of each run's median step.
 
     python benchmarks/bench_route_train.py --package torch_nvgpu --record-tune --json t.json
 """
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import statistics
 import sys
 
@@ -49,6 +55,9 @@ def main() -> int:
     ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--vocab", type=int, default=8192)
+    ap.add_argument("--rounds", type=int, default=3, help="alternating runs of each side")
+    ap.add_argument("--cpus", help="CPUs both sides run on, like 2,3 (default: two of this "
+                    "process's, past the first two where it has four or more)")
     ap.add_argument("--json")
     args = ap.parse_args()
     pkg = load_package(args.package)
@@ -59,6 +68,7 @@ def main() -> int:
                   steps=args.steps, batch=args.batch, seq=args.seq, autocast_dtype="bfloat16")
     report: dict = {"package": args.package, "torch": torch.__version__, "devices": [pkg.DEVICE, ref],
                     "model": {k: getattr(args, k) for k in ("dim", "layers", "seq", "batch", "vocab")}}
+    conf = args.conf
     if args.conf:
         report["routes"] = apply_conf(pkg, args.conf)
     if args.record_tune:
@@ -67,21 +77,36 @@ def main() -> int:
         cases = rec.cases[:args.max_cases]
         result = tune(args.package, cases, ("vendor", "flaggems"), repeat=10, rounds=2)
         write_conf(result, args.out)
+        conf = args.out
         report["routes"] = apply_conf(pkg, args.out)
         report["tuned"] = {c.op: {"backend": c.backend, "totals_us": c.totals_us}
                            for c in result.choices}
         print(f"recorded {sum(c.calls for c in rec.cases)} calls ({len(rec.cases)} cases), tuned "
               f"the {len(cases)} most frequent: " + ", ".join(
                   f"{c.op}={c.backend}" for c in result.choices))
-    native = pkg.testing.run_training_isolated(ref, **config)
-    plugin = pkg.testing.run_training(pkg.DEVICE, **config)
+    available = sorted(os.sched_getaffinity(0))
+    cpus = ([int(c) for c in args.cpus.split(",")] if args.cpus else
+            available[2:4] if len(available) >= 4 else available)
+    plugin_env = {"TORCH_DEVICE_BACKEND_AUTOLOAD": "1"}
+    if conf:
+        plugin_env[f"{pkg.ENV_PREFIX}_BACKEND_CONFIG"] = os.path.abspath(conf)
+    rounds = []
+    for _ in range(args.rounds):
+        native = pkg.testing.run_training_isolated(ref, cpus=cpus, **config)
+        plugin = pkg.testing.run_training_isolated(pkg.DEVICE, env=plugin_env, cpus=cpus, **config)
+        rounds.append((statistics.median(native["step_ms"][args.warmup:]),
+                       statistics.median(plugin["step_ms"][args.warmup:])))
+        print(f"round {len(rounds)}: {ref} {rounds[-1][0]:.2f} ms, {pkg.DEVICE} "
+              f"{rounds[-1][1]:.2f} ms, ratio {rounds[-1][1] / rounds[-1][0]:.3f}", flush=True)
     native_losses, plugin_losses = native["losses"], plugin["losses"]
-    native_ms = statistics.median(native["step_ms"][args.warmup:])
-    plugin_ms = statistics.median(plugin["step_ms"][args.warmup:])
+    native_ms = statistics.median(r[0] for r in rounds)
+    plugin_ms = statistics.median(r[1] for r in rounds)
     gap = max(abs(a - b) / abs(b) for a, b in zip(plugin_losses, native_losses))
     report.update(native_ms=native_ms, plugin_ms=plugin_ms, ratio=plugin_ms / native_ms,
-                  native_losses=native_losses, plugin_losses=plugin_losses, max_rel_loss_gap=gap)
-    print(f"step time (median of {args.steps - args.warmup}): {ref} {native_ms:.2f} ms, "
+                  rounds=rounds, cpus=cpus, native_losses=native_losses,
+                  plugin_losses=plugin_losses, max_rel_loss_gap=gap)
+    print(f"step time (median over {args.rounds} alternating rounds of each run's median of "
+          f"{args.steps - args.warmup} steps, CPUs {cpus}): {ref} {native_ms:.2f} ms, "
           f"{pkg.DEVICE} {plugin_ms:.2f} ms, ratio {plugin_ms / native_ms:.3f}")
     print(f"losses: first {native_losses[0]:.4f} / {plugin_losses[0]:.4f}, last "
           f"{native_losses[-1]:.4f} / {plugin_losses[-1]:.4f}, largest relative gap {gap:.2e} "

@@ -31,7 +31,7 @@ MAX_PACKAGE_CHARS = 64  # a directory, a C++ namespace and an environment-variab
 CORE_OPS = (
     ("empty.memory_format", "empty_memory_format"), ("empty_strided", "empty_strided"),
     ("as_strided", "as_strided"), ("view", "view"), ("_reshape_alias", "reshape_alias"),
-    ("resize_", "resize_"), ("_copy_from", "copy_from_kernel"),
+    ("resize_", "resize_"), ("copy_", "copy_kernel"), ("_copy_from", "copy_from_kernel"),
     ("_copy_from_and_resize", "copy_from_and_resize"),
     ("_local_scalar_dense", "local_scalar_dense_kernel"), ("set_", "set_empty"),
     ("set_.source_Storage", "set_source_storage"),
