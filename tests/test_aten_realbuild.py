@@ -77,3 +77,22 @@ def test_ci_subset_builds_and_is_a_true_part_of_torch_cuda(pytorch_tree, stage1_
 
     again = _wcm(ext, build, *CI_LINE, env=env)  # a no-op build: nothing recompiles
     assert again.returncode == 0 and "Building" not in again.stdout, again.stdout[-2000:]
+
+
+def test_without_the_cuda13_series_cub_fails_named_with_its_first_error(pytorch_tree, stage1_py,
+                                                                        tmp_path):
+    """What torch_patches/cuda13/0001 fixes, and how a failed unit is reported: without the
+    series, nvcc 13 stops at ATen/cuda/cub.cu (CCCL 3 has no cub::TransformInputIterator), and
+    the build names that unit and its first compiler error. The units before it are ccache
+    hits after the test above."""
+    ext = tmp_path / "third_device" / "torch_cuda"
+    extract_for_tests(pytorch_tree, ext)
+    env = {**clean_env(), "TDEV_TORCH_PYTHON": str(stage1_py),
+           "CCACHE_DIR": os.environ.get("CCACHE_DIR", str(CCACHE_DIR))}
+    series = f"TORCH_PATCH_SERIES={Path(__file__).resolve().parents[1] / 'torch_patches'}"
+    out = _wcm(ext, tmp_path / "build", *CI_LINE, "-D", series, env=env)
+    assert out.returncode == 1
+    assert "error[build]" in out.stderr and "FAILED: " in out.stderr
+    failed = [ln for ln in out.stderr.splitlines() if "FAILED: " in ln]
+    assert any("/ATen/cuda/cub" in ln or "/native/cuda/" in ln for ln in failed), out.stderr[-3000:]
+    assert 'has no member "TransformInputIterator"' in out.stderr, out.stderr[-3000:]

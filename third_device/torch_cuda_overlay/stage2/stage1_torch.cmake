@@ -10,6 +10,9 @@ add_compile_definitions(_GLIBCXX_USE_CXX11_ABI=${TDEV_TORCH_CXX11_ABI})
 add_library(stage1::c10 INTERFACE IMPORTED)
 set_property(TARGET stage1::c10 PROPERTY INTERFACE_INCLUDE_DIRECTORIES
              ${TDEV_PATCHED_INCLUDE} ${TDEV_TORCH_INCLUDE_DIRS})
+# not -isystem (an imported target's default): system directories are searched after every
+# -I, which would put the staged extraction and the tree before the wheel and the patched headers
+set_property(TARGET stage1::c10 PROPERTY SYSTEM FALSE)
 add_library(stage1::torch_cpu INTERFACE IMPORTED)
 set_property(TARGET stage1::torch_cpu PROPERTY INTERFACE_LINK_LIBRARIES stage1::c10)
 add_library(tdev::cuda_libs INTERFACE IMPORTED)

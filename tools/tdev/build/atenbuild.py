@@ -107,8 +107,7 @@ def build_stage2(inputs: Inputs, settings, env: dict, echo, say, result, stage_s
             f"{stage.stage_dir('stage2')} -B B -G Ninja -D TDEV_SITE_PACKAGES=<copy of "
             f"{t.torch.site_packages}'s headers> -D TDEV_CODEGEN_DIR=<copy of "
             f"{build_dir / CODEGEN_DIR / 'sources'}> -D TDEV_TREE_DIR=<the PyTorch tree> "
-            "-D TDEV_LINK_STAGE1=OFF -D NVML_INCLUDE_DIR=<dir of nvml.h> "
-            "-D CMAKE_CUDA_ARCHITECTURES=90`, then `ninja -C B torch_cuda`")
+            "-D TDEV_LINK_STAGE1=OFF -D CMAKE_BUILD_TYPE=Release -D CMAKE_CUDA_ARCHITECTURES=90`, then `ninja -C B torch_cuda`")
         return
     own = {k: v for k, v in settings.defines.items() if k not in OWN_DEFINES
            and k not in inputs.target_sets.settings}

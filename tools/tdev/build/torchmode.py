@@ -222,6 +222,7 @@ def cmake_lines(t: TorchStage1, patched_include: str, generated_units: list[str]
               f'set(TDEV_CODEGEN_INCLUDE_DIRS "{paths(codegen_include)}")',
               f'set(TDEV_NVRTC_INCLUDE_DIRS "{paths(_lib(libs, "nvrtc", "include_dirs"))}")',
               f'set(TDEV_NVRTC_LIBRARIES "{paths(_lib(libs, "nvrtc", "libraries"))}")',
+              f'list(APPEND TDEV_NVML_HINTS "{paths(_lib(libs, "nvml", "include_dirs"))}")',
               # last: private ATen headers (ATen/native/ufunc/*.h, ...) that neither the wheel
               # nor the extraction holds, from the tree the extraction was made from
               f'set(TDEV_TREE_INCLUDE_DIRS "{rel(tree / "aten" / "src") if tree else ""}")',
