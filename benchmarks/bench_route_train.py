@@ -11,7 +11,8 @@ loss.item()) after --warmup steps, the ratio plugin / native, the largest relati
 
 Both sides train in fresh interpreters (torch cannot run a CUDA backward pass where a PrivateUse1
 backend is registered; the device side loads the package and reads the routes from
-<PREFIX>_BACKEND_CONFIG), alternating for --rounds rounds, each pinned to the same CPUs
+<PREFIX>_BACKEND_CONFIG), alternating for --rounds rounds (which side goes first alternates
+too), each pinned to the same CPUs
 (--cpus): the step is bound by host time, which moves by 10-30% between processes on other
 cores. The figures are the medians over the rounds of each run's median step.
 
@@ -91,9 +92,13 @@ def main() -> int:
     if conf:
         plugin_env[f"{pkg.ENV_PREFIX}_BACKEND_CONFIG"] = os.path.abspath(conf)
     rounds = []
-    for _ in range(args.rounds):
-        native = pkg.testing.run_training_isolated(ref, cpus=cpus, **config)
-        plugin = pkg.testing.run_training_isolated(pkg.DEVICE, env=plugin_env, cpus=cpus, **config)
+    for i in range(args.rounds):  # which side goes first alternates too
+        for side in ((0, 1) if i % 2 == 0 else (1, 0)):
+            if side == 0:
+                native = pkg.testing.run_training_isolated(ref, cpus=cpus, **config)
+            else:
+                plugin = pkg.testing.run_training_isolated(pkg.DEVICE, env=plugin_env,
+                                                           cpus=cpus, **config)
         rounds.append((statistics.median(native["step_ms"][args.warmup:]),
                        statistics.median(plugin["step_ms"][args.warmup:])))
         print(f"round {len(rounds)}: {ref} {rounds[-1][0]:.2f} ms, {pkg.DEVICE} "
