@@ -122,6 +122,15 @@ BAD = [
     ("routing", {"mm": "gpu"}, "routing.mm", "expected one of flaggems, vendor, cpu"),
     ("sdk.env", ["MACA_PATH; rm"], "sdk.env[0]", "not an environment variable name"),
     ("sdk.default", "/opt/x y", "sdk.default", "not an absolute path"),
+    ("runtime.device_count_probe", {"library": "libnvidia-ml.so.1; rm", "init": "i", "count": "c"},
+     "runtime.device_count_probe.library", "not a library name"),
+    ("runtime.device_count_probe", {"library": "libm.so.6", "init": "f(); evil", "count": "c"},
+     "runtime.device_count_probe.init", "not a C identifier"),
+    ("runtime.device_count_probe", {"library": "libm.so.6", "init": "i", "count": "c",
+                                    "visible_devices_env": "X=1"},
+     "runtime.device_count_probe.visible_devices_env", "not an environment variable name"),
+    ("runtime.device_count_probe", {"library": "libm.so.6", "init": "i"},
+     "runtime.device_count_probe", "count"),
     ("compilr", "x", "compilr", "unknown key"),
 ]
 
