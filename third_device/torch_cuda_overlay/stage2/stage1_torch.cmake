@@ -7,6 +7,7 @@
 # headers only); `tdev link-check` judges their closure then.
 add_compile_definitions(_GLIBCXX_USE_CXX11_ABI=${TDEV_TORCH_CXX11_ABI})
 
+file(MAKE_DIRECTORY "${TDEV_PATCHED_INCLUDE}")  # empty when no patch changed a header
 add_library(stage1::c10 INTERFACE IMPORTED)
 set_property(TARGET stage1::c10 PROPERTY INTERFACE_INCLUDE_DIRECTORIES
              ${TDEV_PATCHED_INCLUDE} ${TDEV_TORCH_INCLUDE_DIRS})
