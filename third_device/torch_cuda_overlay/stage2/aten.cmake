@@ -35,6 +35,13 @@ set(_cuda_flags -DCUDA_HAS_FP16=1 -D__CUDA_NO_HALF_OPERATORS__ -D__CUDA_NO_HALF_
 target_compile_options(torch_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:${_cuda_flags}>
   $<$<COMPILE_LANGUAGE:CXX>:-fvisibility=hidden -O2>)
 set_target_properties(torch_cuda PROPERTIES CXX_STANDARD 17 CUDA_STANDARD 17)
+# cudnn-frontend 1.8.0 against CUDA 13's runtime API: see compat/cudnn_frontend_cuda13.h
+if(AT_CUDNN_ENABLED AND CUDAToolkit_VERSION_MAJOR GREATER_EQUAL 13)
+  set(_fe_units ${_aten_srcs})
+  list(FILTER _fe_units INCLUDE REGEX "/native/(quantized/)?cudnn/[^/]*\\.cpp$")
+  set_source_files_properties(${_fe_units} PROPERTIES COMPILE_OPTIONS
+    "-include;${CMAKE_CURRENT_SOURCE_DIR}/compat/cudnn_frontend_cuda13.h")
+endif()
 target_link_libraries(torch_cuda PRIVATE c10_cuda stage1::torch_cpu stage1::c10 tdev::cuda_libs
                       CUDA::cudart ${CMAKE_DL_LIBS})
 if(TDEV_LINK_STAGE1 AND TDEV_LINK_Z_DEFS)
