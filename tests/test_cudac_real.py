@@ -8,6 +8,7 @@ The build directory is kept between runs (TDEV_CUDAC_BUILD_DIR, default
 ~/.cache/tdev/test-cudac) and compiled through ccache: cold ~3 min on 2 cores, warm seconds."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -27,7 +28,9 @@ from wrapped_cmake.errors import InputError
 
 REPO = Path(__file__).resolve().parent.parent
 OVERLAY = REPO / "third_device" / "torch_cuda_overlay"
-BUILD = Path(os.environ.get("TDEV_CUDAC_BUILD_DIR", Path.home() / ".cache/tdev/test-cudac"))
+# one cached build per checkout: CMake refuses a build directory configured from another source
+BUILD = Path(os.environ.get("TDEV_CUDAC_BUILD_DIR", Path.home() / ".cache/tdev/test-cudac"
+             / hashlib.sha256(str(OVERLAY).encode()).hexdigest()[:12]))
 CUDA_PREFIXES = ("_cuda", "_nccl", "_cudart", "_cudnn", "_cusparselt", "_nvtx", "_gds", "_CUDA",
                  "_Cuda", "_MemPool")
 # answers that depend on how the module was configured, not on what it is

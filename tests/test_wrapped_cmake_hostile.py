@@ -99,7 +99,10 @@ def test_readme_plan_works_without_the_tree_and_estimates_from_defaults(tmp_path
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["total_units"] == 2 and report["serial_s"] > 0
-    assert report["estimated_from"] == {"cu": "default", "cpp": "default"}
+    # every kind is estimated from the measured defaults (no ninja log exists yet); the c10 kinds
+    # are there, the ATen ones too (the plan estimates every set)
+    assert {"cu", "cpp"} <= set(report["estimated_from"])
+    assert set(report["estimated_from"].values()) == {"default"}
     assert sorted(p.relative_to(ext) for p in ext.rglob("*")) == before
 
 
