@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tdev.build import cudac
 from tdev.extract.manifest import load_manifest
 from wrapped_cmake.testing import clean_env
 
@@ -72,8 +73,37 @@ def test_every_unit_is_accounted_for(extraction, stage1_py):
     assert {"<codegen>/RegisterCUDA_0.cpp", "<codegen>/RegisterSparseCUDA.cpp",
             "<codegen>/UfuncCUDA_add.cu"} <= set(gen)
     assert gen["<codegen>/RegisterCUDA_0.cpp"]["status"] == "built"
-    assert gen["<codegen>/c_shim_cuda.cpp"]["status"] == "not-built"  # torch_cuda_framework's
+    assert gen["<codegen>/c_shim_cuda.cpp"]["status"] == "not-selected"  # torch_cuda_framework's
     assert plan["selected_units"] == sum(r["status"] == "built" for r in rows)
+
+
+def test_torch_csrc_units_go_to_libtorch_cuda_or_cudac_as_in_the_stock_build(extraction, stage1_py):
+    """torch/csrc's CUDA units: libtorch_cuda's (build_variables.bzl's libtorch_cuda_sources) in
+    torch_cuda_framework, libtorch_python's in the real _CUDAC (torch_python_cuda), each once."""
+    plan = _plan(extraction, stage1_py, "--target", "torch_python_cuda", "-D", "USE_CUDNN=OFF")
+    rows = {r["unit"]: r for r in plan["accounting"]}
+    csrc = {u: r for u, r in rows.items() if u.startswith("torch/csrc/")}
+    framework = {u for u, r in csrc.items() if r["set"] == "torch_cuda_framework"}
+    python = {u for u, r in csrc.items() if r["set"] == "torch_python_cuda"}
+    assert {"torch/csrc/CudaIPCTypes.cpp", "torch/csrc/cuda/nccl.cpp",
+            "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
+            "torch/csrc/jit/tensorexpr/cuda_codegen.cpp",
+            "torch/csrc/inductor/aoti_torch/shim_cuda.cpp"} <= framework
+    assert {"torch/csrc/cuda/Module.cpp", "torch/csrc/cuda/Stream.cpp",
+            "torch/csrc/cuda/shared/cudart.cpp"} <= python
+    assert not framework & python
+    tp = "torch/csrc/distributed/rpc/tensorpipe_cuda.cpp"  # the wheel lacks tensorpipe's CUDA headers
+    assert csrc[tp]["status"] == "excluded" and "USE_TENSORPIPE_CUDA=OFF" in csrc[tp]["reason"]
+    assert all(csrc[u]["status"] == "built" for u in framework - {tp})
+    assert csrc["torch/csrc/cuda/shared/cudnn.cpp"]["status"] == "excluded"  # USE_CUDNN=OFF
+    assert csrc["torch/csrc/cuda/Tensor.cpp"]["status"] == "not-built"
+    assert csrc["torch/csrc/stub.c"]["status"] == "not-built"
+    assert rows["<codegen>/c_shim_cuda.cpp"]["status"] == "built"
+    # the set compiles what the standalone _CUDAC project compiles (cudac/sources.yaml)
+    spec = cudac.plan_cudac(load_manifest(extraction), cudac.load_spec(OVERLAY), {"USE_CUDNN": False})
+    assert {u for u in python if csrc[u]["status"] == "built"} == {s for s, _ in spec.units}
+    assert all(r["status"] == "not-selected" for u, r in rows.items()
+               if r["set"] == "aten_native_cuda")
 
 
 def test_op_list_plan_and_estimate_before_any_build(extraction, stage1_py):

@@ -96,3 +96,68 @@ def test_without_the_cuda13_series_cub_fails_named_with_its_first_error(pytorch_
     failed = [ln for ln in out.stderr.splitlines() if "FAILED: " in ln]
     assert any("/ATen/cuda/cub" in ln or "/native/cuda/" in ln for ln in failed), out.stderr[-3000:]
     assert 'has no member "TransformInputIterator"' in out.stderr, out.stderr[-3000:]
+
+
+def test_framework_and_the_real_cudac_build_link_and_import(pytorch_tree, stage1_py, tmp_path):
+    """torch/csrc's CUDA code as the stock build splits it: `torch_cuda_framework` compiled into
+    libtorch_cuda with `aten_cuda` (the AOTInductor shim torchgen writes included), and
+    `torch_python_cuda`, the real torch.cuda._CUDAC, linked against them. The subset's closure
+    passes, libtorch_python's imports from the stock CUDA libraries are all defined but those of
+    the ATen kernel directories this subset leaves out, and the module imports beside the stage-1
+    torch as torch.cuda._CUDAC and answers (0 devices here). About 10 minutes on 2 cores cold."""
+    ext = tmp_path / "third_device" / "torch_cuda"
+    extract_for_tests(pytorch_tree, ext)
+    build = tmp_path / "build"
+    env = {**clean_env(), "TDEV_TORCH_PYTHON": str(stage1_py),
+           "CCACHE_DIR": os.environ.get("CCACHE_DIR", str(CCACHE_DIR))}
+    line = ["--target", "torch_python_cuda", "--cuda-arch-list", "9.0", "-j2", "--launcher", "ccache"]
+    plan = _wcm(ext, build, "--plan", "--json", *line, env=env)
+    assert plan.returncode == 0, plan.stderr
+    rows = json.loads(plan.stdout)["accounting"]
+    built = {r["unit"] for r in rows if r["status"] == "built"}
+    assert "<codegen>/c_shim_cuda.cpp" in built
+    assert "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp" in built
+
+    out = _wcm(ext, build, *line, env=env)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
+    module = build / "stage2" / "python" / "torch_cuda"
+    assert f"_CUDAC: {module}" in out.stdout
+    commands = json.loads((build / "compile_commands.json").read_text())
+    compiled = set()
+    for c in commands:
+        f = Path(c["file"])
+        if "/codegen/sources/" in f.as_posix():
+            compiled.add(f"<codegen>/{f.name}")
+        elif "/torch_cuda_overlay/" not in f.as_posix() and f.name != "init_cudac.cpp":
+            compiled.add(f.relative_to(build / "src" / "stage2" / "torch").as_posix())
+    assert compiled == built
+
+    lib = build / "stage2" / "lib"
+    check = subprocess.run([sys.executable, "-m", "tdev", "link-check", "--libs",
+                            f"{lib / 'libtorch_cuda.so'},{lib / 'libc10_cuda.so'}",
+                            "--stage1-python", str(stage1_py), "--source", str(ext), "--subset",
+                            "--json"], capture_output=True, text=True, env=env)
+    report = json.loads(check.stdout)
+    assert report["closure"]["ok"], report["closure"]
+    cov = report["coverage"]
+    assert cov["required"] > 100
+    # what libtorch_python needs from libtorch_cuda's torch/csrc part is all here: the missing
+    # ones are ATen kernels of the sets this subset leaves out
+    assert all(g["directory"].startswith("aten/src/ATen/native") for g in cov["groups"]), cov["groups"]
+
+    probe = ("import json, torch, torch_cuda\n"
+             "from torch.cuda._CUDAC import _cuda_getCurrentRawStream\n"
+             "import torch.cuda._CUDAC as C\n"
+             "try:\n    C._cuda_memoryStats(3); err = None\n"
+             "except RuntimeError as e:\n    err = str(e)\n"
+             "print(json.dumps({'file': C.__file__, 'n': C._cuda_getDeviceCount(),\n"
+             "    'arch': C._cuda_getArchFlags(), 'err': err, 'same': C is torch.cuda._CUDAC,\n"
+             "    'names': sorted(n for n in dir(C) if n.startswith('_cuda_'))}))\n")
+    done = subprocess.run([str(stage1_py), "-c", probe], capture_output=True, text=True,
+                          env={**env, "PYTHONPATH": str(module.parent)}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.splitlines()[-1])
+    assert Path(got["file"]).parent == module and got["same"]
+    assert got["n"] == 0 and got["arch"] == "sm_90"
+    assert got["err"] and "Invalid device argument" in got["err"]
+    assert "_cuda_getCurrentRawStream" in got["names"] and len(got["names"]) > 50

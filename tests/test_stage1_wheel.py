@@ -121,7 +121,10 @@ def test_every_cuda_library_found_with_its_version(stage1):
     assert {"cublas", "cublasLt", "cusparse", "cusolver", "curand", "cufft", "cudnn", "nccl",
             "nvtx", "cutlass", "cudnn_frontend"} <= set(libs)
     problems = {n: lib.missing for n, lib in libs.items() if not lib.found}
-    assert not problems
+    # the one the wheel lacks: tensorpipe's CUDA channel headers (setting USE_TENSORPIPE_CUDA)
+    assert list(problems) == ["tensorpipe_cuda"]
+    assert "tensorpipe/channel/cuda_basic/factory.h" in problems["tensorpipe_cuda"]
+    libs = {n: lib for n, lib in libs.items() if lib.found}
     dists = dict(p.name[: -len(".dist-info")].lower().split("-", 1)
                  for p in stage1.site_packages.glob("*.dist-info"))
     specs = {s.name: s for s in load_data().libraries}
@@ -132,6 +135,9 @@ def test_every_cuda_library_found_with_its_version(stage1):
         assert all(p.is_file() and ".so" in p.name for p in lib.libraries), name
         # the version read from the headers is the one of the pip package that ships them (as
         # far as both go: cuDNN's headers say 9.1.0 of 9.1.0.70, cuSPARSELt's 0.6.2.3 of 0.6.2)
+        if name == "nlohmann_json":  # bundled by cudnn-frontend: its own release, 2.6.0's pin
+            assert lib.version == "3.11.3"
+            continue
         dist = dists[specs[name].package.replace("-", "_").lower()].split(".")
         n = min(len(dist), len(lib.version.split(".")))
         assert dist[:n] == lib.version.split(".")[:n], (name, lib.version, dist)

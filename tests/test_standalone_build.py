@@ -4,6 +4,7 @@ The real builds are in test_standalone_realbuild.py."""
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import time
 from pathlib import Path
@@ -116,7 +117,18 @@ def test_build_refuses_a_listed_file_behind_a_symlink_out_of_the_extraction(smal
 
 # --- target sets -----------------------------------------------------------------------------
 
-def test_globs_and_target_set_selection():
+def _plan_only_overlay(tmp_path: Path) -> Path:
+    """A copy of the overlay whose targets.yaml adds a set the build cannot compile yet."""
+    overlay = tmp_path / "overlay"
+    shutil.copytree(OVERLAY, overlay)
+    text = (overlay / "targets.yaml").read_text()
+    later = ("  torch_cuda_later:\n    stage: 2\n    buildable: false\n"
+             "    why: \"not wired yet\"\n    sources: [\"torch/csrc/later/**\"]\n")
+    (overlay / "targets.yaml").write_text(text.replace("\nsettings:", f"\n{later}\nsettings:", 1))
+    return overlay
+
+
+def test_globs_and_target_set_selection(tmp_path):
     assert glob_match("c10/cuda/**/*.cpp", "c10/cuda/A.cpp")
     assert glob_match("c10/cuda/**/*.cpp", "c10/cuda/impl/B.cpp")
     assert not glob_match("c10/cuda/*.cpp", "c10/cuda/impl/B.cpp")
@@ -125,8 +137,11 @@ def test_globs_and_target_set_selection():
     assert sets.select(["_CUDAC"]) == ["c10_cuda", "_CUDAC"]  # requirements first
     with pytest.raises(InputError, match=r"unknown target set 'c10cuda' \(did you mean 'c10_cuda'"):
         sets.select(["c10cuda"])
-    with pytest.raises(InputError, match="torch_cuda_framework' cannot be built.*libtorch_python"):
-        sets.select(["torch_cuda_framework"])
+    assert sets.select(["torch_python_cuda"]) == ["c10_cuda", "aten_cuda", "torch_cuda_framework",
+                                                 "torch_python_cuda"]
+    later = load_target_sets(_plan_only_overlay(tmp_path) / "targets.yaml")
+    with pytest.raises(InputError, match="torch_cuda_later' cannot be built.*not wired yet"):
+        later.select(["torch_cuda_later"])
     assert sets.select(["aten_native_cuda"]) == ["c10_cuda", "aten_cuda", "aten_native_cuda"]
     assert sets.stage1_mode(sets.select([])) == "source"  # c10_cuda, _CUDAC: c10 from the tree
     assert sets.stage1_mode(sets.select(["aten_cuda"])) == "torch"  # the installed torch
@@ -255,12 +270,12 @@ def test_plan_counts_units_and_estimates_from_compiles_not_cache_hits(small, tmp
 
 # --- the command line ------------------------------------------------------------------------
 
-def test_cli_refuses_a_plan_only_target_set(small):
+def test_cli_refuses_a_plan_only_target_set(small, tmp_path):
     tree, ext = small
     out = _cli("build", "--backend", "cuda", "--source", str(ext), "--targets",
-               "c10_cuda,torch_cuda_framework")
+               "c10_cuda,torch_cuda_later", "-D", f"TORCH_CUDA_OVERLAY={_plan_only_overlay(tmp_path)}")
     assert out.returncode == 2
-    assert "target set 'torch_cuda_framework' cannot be built by the standalone build yet" in out.stderr
+    assert "target set 'torch_cuda_later' cannot be built by the standalone build yet" in out.stderr
     assert not (ext / "build").exists() and not (ext.parent / "build").exists()
 
 

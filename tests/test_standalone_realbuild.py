@@ -107,7 +107,7 @@ def test_two_stage_build_of_the_real_extraction(pytorch_tree, tmp_path):
     measured = any(u.startswith("c10/cuda/") for u in times)
     assert report["estimated_from"]["cpp"] == ("measured" if measured else "default")
     assert {k: v for k, v in report["estimated_from"].items() if k != "cpp"} == {
-        k: "default" for k in ("cu", "aten-cpp", "aten-cu", "registration", "attention")}
+        k: "default" for k in ("cu", "aten-cpp", "aten-cu", "registration", "attention", "csrc")}
     print(plan.stdout[-1500:])
     # extract, build, verify: the build left nothing in the extraction; clean --all leaves
     # nothing behind either

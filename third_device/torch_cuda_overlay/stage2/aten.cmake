@@ -1,10 +1,11 @@
-# libtorch_cuda's ATen part (target sets aten_cuda, aten_native_cuda, aten_transformers_cuda)
-# as caffe2/CMakeLists.txt and cmake/ of the release build it: one shared library `torch_cuda`
-# of the selected sets' units and the units torchgen generated (TDEV_GENERATED_SRCS), compiled
+# libtorch_cuda (target sets aten_cuda, aten_native_cuda, aten_transformers_cuda and
+# torch_cuda_framework) as caffe2/CMakeLists.txt and cmake/ of the release build it: one shared
+# library `torch_cuda` of the selected sets' units and the units torchgen generated
+# (TDEV_GENERATED_SRCS), compiled
 # against the wheel's headers (stage1_torch.cmake), then the staged extraction (private ATen
 # headers the wheel does not ship), the nvidia-* packages' headers and the local toolkit.
 set(_aten_srcs ${aten_cuda_SRCS} ${aten_native_cuda_SRCS} ${aten_transformers_cuda_SRCS}
-    ${TDEV_GENERATED_SRCS})
+    ${torch_cuda_framework_SRCS} ${TDEV_GENERATED_SRCS})
 # ATen/cuda/nvrtc_stub is a library of its own, as in the stock build (caffe2_nvrtc: NVRTC and
 # the driver API behind one table; torch_cuda dlopens it lazily, so torch_cuda needs no libcuda)
 set(_nvrtc_stub ${_aten_srcs})
@@ -26,7 +27,15 @@ target_include_directories(torch_cuda SYSTEM PRIVATE ${TDEV_CUDA_LIB_INCLUDE_DIR
 target_compile_definitions(torch_cuda PRIVATE TORCH_CUDA_BUILD_MAIN_LIB AT_PER_OPERATOR_HEADERS
   USE_CUDA TORCH_CUDA_USE_NVTX3 USE_C10D_NCCL USE_NCCL USE_DISTRIBUTED FMT_HEADER_ONLY=1
   HAVE_MALLOC_USABLE_SIZE=1 HAVE_MMAP=1 HAVE_SHM_OPEN=1 HAVE_SHM_UNLINK=1 _FILE_OFFSET_BITS=64
-  ${TDEV_FEATURE_DEFINES})
+  ${TDEV_FEATURE_DEFINES} ${TDEV_TORCH_CPU_DEFINES})
+# torch/csrc's units that call the driver API through c10/cuda/driver_api.h (as the stock list)
+set(_driver_api ${torch_cuda_framework_SRCS})
+list(FILTER _driver_api INCLUDE REGEX
+     "/c10d/(intra_node_comm\\.cpp|CudaDMAConnectivity\\.cpp|CUDASymmetricMemory\\.cu|CUDASymmetricMemoryOps\\.cu|ProcessGroupNCCL\\.cpp)$")
+if(_driver_api)
+  set_source_files_properties(${_driver_api} PROPERTIES COMPILE_DEFINITIONS
+                              PYTORCH_C10_DRIVER_API_SUPPORTED=1)
+endif()
 set(_cuda_flags -DCUDA_HAS_FP16=1 -D__CUDA_NO_HALF_OPERATORS__ -D__CUDA_NO_HALF_CONVERSIONS__
   -D__CUDA_NO_HALF2_OPERATORS__ -D__CUDA_NO_BFLOAT16_CONVERSIONS__
   -DCUB_WRAPPED_NAMESPACE=at_cuda_detail --expt-relaxed-constexpr --expt-extended-lambda

@@ -123,12 +123,21 @@ def build_stage2(inputs: Inputs, settings, env: dict, echo, say, result, stage_s
     if not run2.ok:
         result.failure = run2.failure
         return
+    result.module = _cudac(build_dir / "stage2" / "python")  # torch_python_cuda's, if selected
     if install_to is not None:
         say(f"wrapped-cmake: installing stage 2 into {install_to}")
         run = CMaker(s2, env=env, echo=echo).install(install_to)
         result.runs["stage2-install"] = run
         if not run.ok:
             result.failure = run.failure
+        else:
+            result.module = _cudac(install_to / "python") or result.module
+
+
+def _cudac(python_dir: Path) -> Path | None:
+    """The real _CUDAC in ``python_dir/torch_cuda`` (import it with ``python_dir`` on the path)."""
+    found = sorted((python_dir / "torch_cuda").glob("_CUDAC*.so"))
+    return found[0] if found else None
 
 
 def _on(value: str) -> bool:

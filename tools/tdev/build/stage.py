@@ -155,10 +155,11 @@ def stage_sources(manifest: Manifest, torch_source: Path | None, overlay: Path, 
     for key in result.patched if wheel_mode else ():
         if key in data and key.endswith(HEADER_SUFFIXES):
             out[root / "stage2" / PATCHED_INCLUDE / include_path(key)] = data[key]
-    for stage in ("stage1", "stage2"):
-        for f in sorted((overlay / stage).rglob("*")):
+    # the overlay's stage projects, and the real _CUDAC's CMake (stage2/cudac_real.cmake uses it)
+    for src, dest in (("stage1", "stage1"), ("stage2", "stage2"), ("cudac", "stage2/cudac")):
+        for f in sorted((overlay / src).rglob("*")):
             if f.is_file():
-                out[root / stage / f.relative_to(overlay / stage)] = f.read_bytes()
+                out[root / dest / f.relative_to(overlay / src)] = f.read_bytes()
     for rel, blob in (extra or {}).items():
         out[root / rel] = blob
     _write_tree(root, out, result)

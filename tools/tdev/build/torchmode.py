@@ -34,7 +34,7 @@ FALSE = ("0", "off", "no", "false")
 # the libraries every ATen set links (the stock libtorch_cuda's NEEDED, less the optional ones)
 ALWAYS_LINKED = ("cublas", "cublasLt", "cusparse", "cusolver", "curand", "cufft", "nccl")
 # include directories of the stage-1 environment's libraries (the toolkit has no cuBLAS ...)
-INCLUDED = ALWAYS_LINKED + ("nvrtc", "nvml")
+INCLUDED = ALWAYS_LINKED + ("nvrtc", "nvml", "nlohmann_json")
 
 
 @dataclass(frozen=True)
@@ -215,6 +215,7 @@ def cmake_lines(t: TorchStage1, patched_include: str, generated_units: list[str]
               f'set(TDEV_TORCH_INCLUDE_DIRS "{paths(tor.include_dirs)}")',
               f'set(TDEV_TORCH_LIB_DIR "{rel(tor.lib_dir)}")',
               f'set(TDEV_TORCH_CXX11_ABI {int(tor.cxx11_abi)})',
+              f'set(TDEV_TORCH_CPU_DEFINES "{";".join(tor.torch_cpu_defines)}")',
               f'set(TDEV_PATCHED_INCLUDE "{patched_include}")',
               f'set(TDEV_CUDA_LIB_INCLUDE_DIRS "{paths(inc)}")',
               f'set(TDEV_CUDA_LIB_LIBRARIES "{paths(linked)}")',
@@ -223,9 +224,9 @@ def cmake_lines(t: TorchStage1, patched_include: str, generated_units: list[str]
               f'set(TDEV_NVRTC_INCLUDE_DIRS "{paths(_lib(libs, "nvrtc", "include_dirs"))}")',
               f'set(TDEV_NVRTC_LIBRARIES "{paths(_lib(libs, "nvrtc", "libraries"))}")',
               f'list(APPEND TDEV_NVML_HINTS "{paths(_lib(libs, "nvml", "include_dirs"))}")',
-              # last: private ATen headers (ATen/native/ufunc/*.h, ...) that neither the wheel
-              # nor the extraction holds, from the tree the extraction was made from
-              f'set(TDEV_TREE_INCLUDE_DIRS "{rel(tree / "aten" / "src") if tree else ""}")',
+              # last: private headers (ATen/native/ufunc/*.h, torch/csrc's ...) that neither the
+              # wheel nor the extraction holds, from the tree the extraction was made from
+              f'set(TDEV_TREE_INCLUDE_DIRS "{paths((tree / "aten" / "src", tree)) if tree else ""}")',
               "set(TDEV_GENERATED_SRCS\n    " + "\n    ".join(rel(u) for u in generated_units)
               + ")"]
     lines += [f"set({k} {v})" for k, v in sorted(config.items())]

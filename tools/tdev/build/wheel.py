@@ -52,6 +52,8 @@ class Stage1Torch:
     cxx11_abi: bool  # False: the wheel was built with -D_GLIBCXX_USE_CXX11_ABI=0
     torchgen_dir: Path  # site-packages/torchgen (with packaged/ATen)
     cuda_version: str | None  # torch.version.cuda, "12.4"; None for a CPU build
+    # what torch_cpu's CMake target tells dependants to define (USE_DISTRIBUTED, USE_RPC, ...)
+    torch_cpu_defines: tuple[str, ...] = ()
 
     @property
     def site_packages(self) -> Path:
@@ -70,7 +72,8 @@ class Stage1Torch:
                 "torch_dir": str(self.torch_dir),
                 "include_dirs": [str(p) for p in self.include_dirs], "lib_dir": str(self.lib_dir),
                 "cmake_prefix": str(self.cmake_prefix), "cxx11_abi": self.cxx11_abi,
-                "torchgen_dir": str(self.torchgen_dir), "cuda_version": self.cuda_version}
+                "torchgen_dir": str(self.torchgen_dir), "cuda_version": self.cuda_version,
+                "torch_cpu_defines": list(self.torch_cpu_defines)}
 
 
 def release_name(version: str) -> str:
@@ -141,7 +144,8 @@ def find_stage1_torch(python: Path | None, expected_version: str,
                        include_dirs=(include, api) if api.is_dir() else (include,),
                        lib_dir=lib_dir, cmake_prefix=cmake_prefix,
                        cxx11_abi=read_cxx11_abi(cmake_prefix), torchgen_dir=Path(where["torchgen"]),
-                       cuda_version=cuda)
+                       cuda_version=cuda,
+                       torch_cpu_defines=read_interface_defines(cmake_prefix, "torch_cpu"))
 
 
 def _locate(python: Path, python_from: str, setup: str) -> dict:
@@ -203,3 +207,17 @@ def read_cxx11_abi(cmake_prefix: Path) -> bool:
             if m:
                 return m.group(1) == "1"
     return True
+
+
+def read_interface_defines(cmake_prefix: Path, target: str) -> tuple[str, ...]:
+    """The ``INTERFACE_COMPILE_DEFINITIONS`` of ``target`` in the wheel's exported CMake targets
+    (``Caffe2/Caffe2Targets.cmake``): 2.6.0's torch_cpu says ``USE_DISTRIBUTED;USE_C10D_GLOO;
+    USE_RPC;USE_TENSORPIPE``, which torch_cuda and _CUDAC compile with as the stock build does."""
+    path = cmake_prefix / "Caffe2" / "Caffe2Targets.cmake"
+    if not path.is_file():
+        return ()
+    text = read_text(path, max_bytes=4 << 20, what="torch CMake targets")
+    m = re.search(r"set_target_properties\(" + re.escape(target) + r" PROPERTIES(.*?)\)",
+                  text, re.S)
+    d = m and re.search(r'INTERFACE_COMPILE_DEFINITIONS "([^"]*)"', m.group(1))
+    return tuple(x for x in d.group(1).split(";") if x) if d else ()
