@@ -279,6 +279,18 @@ def test_cli_dump_then_check_the_dump(stage1_py, tmp_path):
     assert [u["name"] for u in doc["closure"]["unresolved_nowhere"]] == ["_Z24tdev_nobody_defines_thisi"]
     assert doc["coverage"]["imports_per_importer"]["libtorch_python.so"] == 137
     assert doc["coverage"]["missing"] == 137
+    # a provider that is not on this machine (as the driver's libcuda.so.1), through its dump
+    prov = _compile(tmp_path, "elsewhere", "void tdev_nobody_defines_this(int) {}\n")
+    r = _tdev("link-check", "--dump-symbols", str(prov), "-o", str(tmp_path / "elsewhere.syms.gz"))
+    assert r.returncode == 0, r.stderr
+    prov.unlink()
+    r = _tdev("link-check", "--libs", f"{tmp_path / 'lonely.syms.gz'}", "--provider",
+              f"{tmp_path / 'elsewhere.syms.gz'}", "--stage1-python", str(stage1_py), "--subset", "--json")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+    assert json.loads(r.stdout)["closure"]["unresolved_nowhere"] == []
+    r = _tdev("link-check", "--libs", f"{tmp_path / 'lonely.syms.gz'}", "--provider",
+              f"{tmp_path / 'gone.syms.gz'}", "--stage1-python", str(stage1_py))
+    assert r.returncode == 2 and "gone.syms.gz" in r.stderr and "no such file" in r.stderr
 
 
 def test_cli_bad_input_is_exit_2(stage1_py, tmp_path):

@@ -164,8 +164,11 @@ def provider_paths(site: Stage1Site, data: LinkData, env: Mapping[str, str]) -> 
 
 def read_inputs(standalone: Sequence[Path], site: Stage1Site, data: LinkData, env: Mapping[str, str],
                 coverage: bool = True, jobs: int = 2,
-                progress: Callable[[str, int, int], None] | None = None) -> LinkInputs:
-    """Every table the two checks need; ``progress(stage, done, total)`` while reading."""
+                progress: Callable[[str, int, int], None] | None = None,
+                extra_providers: Sequence[Path] = ()) -> LinkInputs:
+    """Every table the two checks need; ``progress(stage, done, total)`` while reading.
+    ``extra_providers``: libraries (ELF or dumps) that provide symbols but are not here, such as
+    the driver's libcuda.so.1 dumped on a machine with a driver."""
     def stage(name):
         return (lambda done, total: progress(name, done, total)) if progress else None
 
@@ -175,7 +178,8 @@ def read_inputs(standalone: Sequence[Path], site: Stage1Site, data: LinkData, en
     fresh = read_tables([p for p in stock_paths if os.path.realpath(p) not in already], full=True,
                         jobs=jobs, progress=stage("stock CUDA"))
     stock = [already.get(os.path.realpath(p)) or fresh.pop(0) for p in stock_paths]
-    providers = read_tables(provider_paths(site, data, env), full=False, jobs=jobs, progress=stage("providers"))
+    providers = read_tables([*provider_paths(site, data, env), *extra_providers], full=False,
+                            jobs=jobs, progress=stage("providers"))
     importers = (read_tables(stage1_paths(site, data, "importers"), full=False, jobs=jobs,
                              progress=stage("importers")) if coverage else [])
     return LinkInputs(tuple(own), tuple(providers), tuple(stock), tuple(importers))

@@ -25,7 +25,9 @@ source directory that should define them (found in --source's files, else by the
 tools/tdev/data/linkcheck.yaml). With --subset, coverage is reported but does not fail the run.
 
 Each library may be an ELF file or a symbol dump (`--dump-symbols LIB -o OUT`): a library
-built on another machine is checked here through its dump. Tables are read with readelf."""
+built on another machine is checked here through its dump. Tables are read with readelf.
+--provider adds libraries that exist only elsewhere, as providers: the driver's libcuda.so.1
+(which libcaffe2_nvrtc needs), dumped on a machine that has a driver."""
 
 EPILOG = exit_codes_epilog(
     ok="closure and coverage clean (with --subset: closure clean); or the dump written",
@@ -36,7 +38,8 @@ examples:
   tdev link-check --build build/torch_cuda --source third_device/torch_cuda
   tdev link-check --libs lib/libtorch_cuda_subset.so --subset --json
   tdev link-check --libs libtorch_cuda.syms.gz,libc10_cuda.syms.gz --stage1-python ~/venv/bin/python
-  tdev link-check --dump-symbols build/lib/libtorch_cuda.so -o libtorch_cuda.syms.gz"""
+  tdev link-check --dump-symbols build/lib/libtorch_cuda.so -o libtorch_cuda.syms.gz
+  tdev link-check --build build/torch_cuda/stage2 --provider libcuda.so.1.syms.gz"""
 
 
 def register(sub) -> None:
@@ -55,6 +58,9 @@ def register(sub) -> None:
     p.add_argument("--source", type=Path, metavar="EXTRACTION", help="the `tdev extract` tree: "
                    "its files place missing symbols, its release picks the stage-1 torch "
                    "(default: third_device/torch_cuda when it is there)")
+    p.add_argument("--provider", action="append", metavar="A.so,B.dump", help="more providers "
+                   "(ELF or dumps), comma separated: e.g. the driver's libcuda.so.1 dumped where "
+                   "there is a driver; may be repeated")
     p.add_argument("--groups", type=Path, metavar="FILE", help="more prefix rules (YAML `groups:`), "
                    "tried before the shipped ones")
     p.add_argument("--subset", action="store_true", help="a subset build: unresolved symbols the "
@@ -73,12 +79,14 @@ def run(args: argparse.Namespace) -> int:
     from tdev.cli.progress import StagedProgress
 
     libs = _standalone(args)
+    extra = _paths(args.provider or [])
     data = linkinputs.load_data(args.groups)
     source = args.source or _default_source()
     site = linkinputs.stage1_site(args.stage1_python, _release(source), os.environ)
     progress = StagedProgress("link-check")
     try:
-        inputs = linkinputs.read_inputs(libs, site, data, os.environ, jobs=args.jobs, progress=progress.stage)
+        inputs = linkinputs.read_inputs(libs, site, data, os.environ, jobs=args.jobs,
+                                        progress=progress.stage, extra_providers=extra)
         closed = linkcheck.closure(inputs.standalone, inputs.providers, inputs.stock_cuda, args.subset)
         covered = linkcheck.coverage(inputs.standalone, inputs.importers, inputs.stock_cuda, inputs.providers)
         files = linkgroups.source_index(source, data.sources_exclude) if source else ()
@@ -117,7 +125,11 @@ def _standalone(args: argparse.Namespace) -> list[Path]:
         return build_libraries(args.build, load_data())
     if not args.libs:
         raise InputError("link-check", "give --build DIR or --libs A.so,B.dump (or --dump-symbols LIB)")
-    paths = [Path(p) for item in args.libs for p in item.split(",") if p]
+    return _paths(args.libs)
+
+
+def _paths(items: list[str]) -> list[Path]:
+    paths = [Path(p) for item in items for p in item.split(",") if p]
     for p in paths:
         if not p.is_file():
             raise InputError(p, "no such file")
