@@ -40,7 +40,7 @@ def _compiled(build: Path) -> set[str]:
     compiled = set()
     for c in json.loads((build / "compile_commands.json").read_text()):
         f = Path(c["file"])
-        if "/codegen/sources/" in f.as_posix():
+        if (build / "codegen") in f.parents:  # codegen/sources/, codegen/aoti/c_shim_cuda.cpp
             compiled.add(f"<codegen>/{f.name}")
         elif f.parent.name != "cudac":
             compiled.add(f.relative_to(build / "src" / "stage2" / "torch").as_posix())
