@@ -49,6 +49,7 @@ class LibrarySpec:
     version_header: str | None = None  # default: header
     macros: tuple[str, ...] = ()  # none: the dist-info version of `package`
     settings: tuple[str, ...] = ()  # the settings that drop the units needing it
+    absent: str = ""  # why it may be missing, said instead of "setup-stage1.sh installs it"
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,8 @@ def _find(spec: LibrarySpec, site: Path, dists: Mapping[str, str]) -> CudaLibrar
     root = site / spec.root
     include = root / spec.include
     base = dict(name=spec.name, package=spec.package, settings=spec.settings)
-    hint = f"(pip package {spec.package}; tools/setup-stage1.sh installs it)"
+    hint = f"({spec.absent})" if spec.absent else \
+        f"(pip package {spec.package}; tools/setup-stage1.sh installs it)"
     if not (include / spec.header).is_file():
         return CudaLibrary(version=None, include_dir=None, libraries=(), **base,
                            missing=f"no {spec.header} in {include} {hint}")
