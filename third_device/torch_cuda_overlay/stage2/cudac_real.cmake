@@ -8,7 +8,16 @@
 # In a process whose torch is a CUDA build, the loader resolves libtorch_cuda.so/libc10_cuda.so
 # to the copies torch loaded first (same SONAME): `tdev link-check` is what proves this build's
 # libraries define what the module needs, not the import.
-find_package(Python3 REQUIRED COMPONENTS Interpreter Development.Module)
+if(TDEV_LINK_STAGE1)
+  find_package(Python3 REQUIRED COMPONENTS Interpreter Development.Module)
+else()  # configured elsewhere (headers only): a machine without Python's headers still builds the rest
+  find_package(Python3 COMPONENTS Interpreter Development.Module)
+  if(NOT Python3_Development.Module_FOUND)
+    message(WARNING "_CUDAC is not built: no Python development headers here (Python.h); "
+            "pass -D Python3_EXECUTABLE=<a python with them>")
+    return()
+  endif()
+endif()
 include("${CMAKE_CURRENT_SOURCE_DIR}/cudac/cudac.cmake")
 
 get_filename_component(_torch_dir "${TDEV_TORCH_LIB_DIR}" DIRECTORY)
