@@ -39,11 +39,11 @@ TIMES_FILE = Path(".wrapped-cmake") / "unit-times.json"
 #   attention: flash/mem-eff attention kernels, 160-190 s each (the feasibility trial of
 #             issue 12, 2.14.1 on this machine; not re-measured) -> 175 s
 #   csrc:     torch/csrc's units against the wheel (torch_cuda_framework, the real _CUDAC, the
-#             AOTInductor shim): median of 38 units 21.9 s of WALL time with the 2 cores shared
-#             by two builds (cuda/Module 78, c10d/NanCheck.cu 67, ProcessGroupNCCL 47,
-#             tensorexpr/cuda_codegen 32, CudaIPCTypes 3.8) -> 20 s, on the safe side
+#             AOTInductor shim): median of 42 units 9.0 s (cold, no ccache, -j2 on the idle
+#             2 cores: c10d/NanCheck.cu 57.6, ProcessGroupNCCL 41.4, cuda/Module 21.2,
+#             tensorexpr/cuda_codegen 15.6, CudaIPCTypes 2.6; 535 s in all) -> 9 s
 DEFAULT_SECONDS = {"cpp": 6.6, "cu": 3.2, "aten-cpp": 6.6, "aten-cu": 35.2,
-                   "registration": 60.0, "attention": 175.0, "csrc": 20.0}
+                   "registration": 60.0, "attention": 175.0, "csrc": 9.0}
 KINDS = tuple(DEFAULT_SECONDS)
 LOGS = (("stage1", Path("stage1") / "build" / ".ninja_log"),
         ("stage2", Path("stage2") / ".ninja_log"))
