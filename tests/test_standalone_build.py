@@ -4,8 +4,8 @@ The real builds are in test_standalone_realbuild.py."""
 from __future__ import annotations
 
 import json
-import shutil
 import os
+import shutil
 import time
 from pathlib import Path
 

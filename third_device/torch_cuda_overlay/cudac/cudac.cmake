@@ -20,6 +20,21 @@
 # Needs Python3 (Development.Module) found by the caller, with the stage-1 interpreter.
 set(TDEV_CUDAC_DIR "${CMAKE_CURRENT_LIST_DIR}")
 
+# tdev_cudac_stage1_cuda(<cuda_var> <internals_var> <torch_dir>): the CUDA version stage 1 was
+# built with (torch/version.py's `cuda`, "" for a CPU build) and the PYBIND11_INTERNALS that
+# goes with it: own for a CUDA build (its torch._C registered the same pybind11 types), torch
+# for a CPU build (share torch._C's registry).
+function(tdev_cudac_stage1_cuda cuda_var internals_var torch_dir)
+  file(STRINGS "${torch_dir}/version.py" _cuda_line REGEX "^cuda *[:=]")
+  string(REGEX MATCH "'([0-9.]+)'" _is_cuda "${_cuda_line}")
+  set(${cuda_var} "${CMAKE_MATCH_1}" PARENT_SCOPE)
+  if(_is_cuda)
+    set(${internals_var} own PARENT_SCOPE)
+  else()
+    set(${internals_var} torch PARENT_SCOPE)
+  endif()
+endfunction()
+
 function(tdev_add_cudac target)
   cmake_parse_arguments(PARSE_ARGV 1 A "" "PYBIND11_INTERNALS;CXX11_ABI;ARCH_FLAGS;OUTPUT_DIRECTORY"
     "SOURCES;TORCH_INCLUDE_DIRS;PRIVATE_INCLUDE_DIRS;CUDA_INCLUDE_DIRS;LINK_LIBRARIES;DEFINITIONS")

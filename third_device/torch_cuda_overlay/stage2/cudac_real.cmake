@@ -21,13 +21,7 @@ endif()
 include("${CMAKE_CURRENT_SOURCE_DIR}/cudac/cudac.cmake")
 
 get_filename_component(_torch_dir "${TDEV_TORCH_LIB_DIR}" DIRECTORY)
-file(STRINGS "${_torch_dir}/version.py" _cuda_line REGEX "^cuda *[:=]")
-string(REGEX MATCH "'([0-9.]+)'" _is_cuda "${_cuda_line}")
-if(_is_cuda)
-  set(_internals own)  # torch._C registered the same pybind11 types: a registry of its own
-else()
-  set(_internals torch)
-endif()
+tdev_cudac_stage1_cuda(_torch_cuda _internals "${_torch_dir}")
 
 set(_libs "")
 if(TDEV_LINK_STAGE1)
