@@ -162,3 +162,37 @@ def test_targets_yaml_names_every_cutlass_unit(extraction):
         text = (extraction / entry.path).read_text(errors="replace")
         if "#include <cutlass/" in text or "#include <cute/" in text:
             assert any(glob_match(g, src) for g in removed), src
+
+
+def test_stage_only_build_configures_elsewhere_from_its_roots(extraction, pytorch_tree, stage1_py,
+                                                             tmp_path):
+    """-D TORCH_CUDA_STAGE_ONLY=ON: sources.cmake names every input relative to
+    TDEV_SITE_PACKAGES, TDEV_CODEGEN_DIR and TDEV_TREE_DIR (the generated units, the AOTI shim
+    included), so the staged project configures from a copy after the build directory is gone."""
+    build = tmp_path / "build"
+    out = _wcm(extraction, "--targets", "aten_native_cuda,torch_python_cuda", "-D", "TORCH_CUDA_STAGE_ONLY=ON",
+               "--build-dir", str(build), stage1_py=stage1_py)
+    assert out.returncode == 0, out.stderr
+    assert "configure elsewhere with `cmake -S" in out.stdout
+    text = (build / "src" / "stage2" / "sources.cmake").read_text()
+    assert "${TDEV_CODEGEN_DIR}/aoti/c_shim_cuda.cpp" in text
+    assert "${TDEV_CODEGEN_DIR}/sources/RegisterCUDA" in text
+    body = text.split("endif()")[-1]  # after the defaults of the roots
+    assert str(build) not in body and str(stage1_py.parent.parent) not in body
+
+    moved = tmp_path / "elsewhere"
+    moved.mkdir()
+    for d in ("src", "codegen"):
+        shutil.copytree(build / d, moved / d, symlinks=True)
+    shutil.rmtree(build)
+    site = subprocess.run([str(stage1_py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    conf = subprocess.run(
+        ["cmake", "-S", str(moved / "src" / "stage2"), "-B", str(moved / "b"), "-G", "Ninja",
+         f"-DTDEV_SITE_PACKAGES={site}", f"-DTDEV_CODEGEN_DIR={moved / 'codegen'}",
+         f"-DTDEV_TREE_DIR={pytorch_tree}", "-DTDEV_LINK_STAGE1=OFF",
+         "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_CUDA_ARCHITECTURES=90"],
+        capture_output=True, text=True, env=clean_env())
+    assert conf.returncode == 0, conf.stdout[-3000:] + conf.stderr[-3000:]
+    ninja = (moved / "b" / "build.ninja").read_text()
+    assert f"{moved / 'codegen' / 'aoti' / 'c_shim_cuda.cpp'}" in ninja

@@ -11,7 +11,7 @@ if [ ! -d b ]; then
   tar xzf $R/.clean/fb/build.tgz; tar xzf $R/.clean/fb/site.tgz -C site; tar xzf $R/.clean/fb/tree.tgz -C tree
   mkdir -p site/torch/lib site/cusparselt/lib; for d in site/nvidia/*/; do mkdir -p $d/lib; done
   nproc; free -g | sed -n 2p; nvcc --version | tail -1; g++ --version | head -1; cmake --version | head -1
-  cmake -S src/stage2 -B b -G Ninja -D TDEV_SITE_PACKAGES=$W/site -D TDEV_CODEGEN_DIR=$W/codegen/sources \
+  cmake -S src/stage2 -B b -G Ninja -D TDEV_SITE_PACKAGES=$W/site -D TDEV_CODEGEN_DIR=$W/codegen \
     -D TDEV_TREE_DIR=$W/tree -D TDEV_LINK_STAGE1=OFF -D CMAKE_BUILD_TYPE=Release -D CMAKE_CUDA_ARCHITECTURES=90 \
     -D Python3_EXECUTABLE=$(command -v python3) > $OUT/configure.log 2>&1 || { tail -40 $OUT/configure.log; exit 3; }
   echo configured; ninja -C b -t targets all | grep -c '\.o:'

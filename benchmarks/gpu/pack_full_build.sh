@@ -9,7 +9,7 @@ set -euo pipefail
 build=${1:?build dir}; site=${2:?site-packages}; tree=${3:?PyTorch tree}
 out=$(cd "$(dirname "$0")/../.." && pwd)/.clean/fb
 mkdir -p "$out"
-tar czf "$out/build.tgz.tmp" -C "$build" src codegen/sources && mv "$out/build.tgz.tmp" "$out/build.tgz"
+tar czf "$out/build.tgz.tmp" -C "$build" src codegen/sources codegen/aoti && mv "$out/build.tgz.tmp" "$out/build.tgz"
 ( cd "$site" && find torch/include torch/version.py torch/share/cmake cusparselt/include include \
     cutlass_library/source/include cutlass_library/source/tools/util/include nvidia/*/include \
     -type f 2>/dev/null ) > "$out/site.list"

@@ -63,7 +63,7 @@ def sources_cmake(inputs: Inputs, generated: list[tuple[str, str]], compiled: li
         lines.append(f"set({var}\n    " + "\n    ".join(srcs) + ")")
     lines += cmake_lines(t, f"${{CMAKE_CURRENT_SOURCE_DIR}}/{PATCHED_INCLUDE}", compiled,
                          codegen_include, inputs.torch_source,
-                         inputs.build_dir / CODEGEN_DIR / "sources")
+                         inputs.build_dir / CODEGEN_DIR)
     return "\n".join(lines) + "\n"
 
 
@@ -106,7 +106,7 @@ def build_stage2(inputs: Inputs, settings, env: dict, echo, say, result, stage_s
         say(f"wrapped-cmake: staged only ({STAGE_ONLY_DEFINE}): configure elsewhere with `cmake -S "
             f"{stage.stage_dir('stage2')} -B B -G Ninja -D TDEV_SITE_PACKAGES=<copy of "
             f"{t.torch.site_packages}'s headers> -D TDEV_CODEGEN_DIR=<copy of "
-            f"{build_dir / CODEGEN_DIR / 'sources'}> -D TDEV_TREE_DIR=<the PyTorch tree> "
+            f"{build_dir / CODEGEN_DIR}> -D TDEV_TREE_DIR=<the PyTorch tree> "
             "-D TDEV_LINK_STAGE1=OFF -D CMAKE_BUILD_TYPE=Release -D CMAKE_CUDA_ARCHITECTURES=90`, then `ninja -C B torch_cuda`")
         return
     own = {k: v for k, v in settings.defines.items() if k not in OWN_DEFINES
