@@ -38,6 +38,28 @@ def test_shipped_vendors_load_with_their_real_runtime_names():
     assert load_profile("sim").sdk.simulator
 
 
+def test_unboxed_operators_exist_and_return_what_the_unboxed_kernels_handle():
+    """Each operator of a shipped profile's vendor_kernels.unboxed is one of torch's, and its
+    schema is one Unboxed.cpp can call: it returns a Tensor, self, nothing (the in-place
+    _foreach_ ops), a Tensor list or a tuple of Tensors."""
+    import torch
+    checked = 0
+    for vendor in available_vendors():
+        vk = load_profile(vendor).vendor_kernels
+        for op in (vk.unboxed if vk else ()):
+            name, _, overload = op.partition(".")
+            schema = getattr(getattr(torch.ops.aten, name), overload or "default")._schema
+            rets = [str(r.type) for r in schema.returns]
+            in_place = bool(rets) and schema.returns[0].alias_info is not None
+            assert (rets == [] or rets == ["List[Tensor]"] or set(rets) == {"Tensor"}), (op, rets)
+            assert not in_place or (len(rets) == 1 and schema.arguments[0].alias_info), op
+            args = {str(a.type) for a in schema.arguments}
+            assert "List[Optional[Tensor]]" not in args, op  # Tensor?[]: boxed only
+            assert op != "cat", op  # Tensor[] as ITensorListRef: boxed only
+            checked += 1
+    assert checked >= 30  # cuda's list: AdamW's foreach kernels, layer norm, the loss, ...
+
+
 def test_defaults_are_merged_under_each_profile():
     sim, cuda = load_profile("sim"), load_profile("cuda")
     assert sim.amp.dtype == "bfloat16" and cuda.amp.dtype == "float16"  # sim overrides

@@ -49,6 +49,9 @@ std::vector<std::string> composite_ops_with_vendor_kernels();
 bool vendor_copy(const at::Tensor& src, const at::Tensor& dst, bool non_blocking);
 // registers op's unboxed vendor kernel in lib when the profile lists it (else false)
 bool register_unboxed_vendor(torch::Library& lib, const std::string& op);
+// the operators the profile lists as unboxed: routed to the vendor by default (they run on the
+// vendor's kernels through the boxed fallback otherwise, only slower)
+std::vector<std::string> unboxed_vendor_ops();
 #endif
 
 }  // namespace BACKEND_NS
