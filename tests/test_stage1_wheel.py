@@ -13,7 +13,7 @@ import venv
 import pytest
 
 from basekit.errors import InputError
-from tdev.build import wheel
+from tdev.build import elfsyms, wheel
 from tdev.build.cudalibs import (LibrarySpec, find_cuda_libraries, find_cuda_toolkit, load_data,
                                  toolkit_warning)
 from tdev.build.wheel import find_stage1_torch
@@ -41,6 +41,27 @@ def test_finds_the_stage1_torch(stage1, stage1_py):
     assert (stage1.cmake_prefix / "Torch" / "TorchConfig.cmake").is_file()
     assert (stage1.torchgen_dir / "packaged" / "ATen" / "native" / "native_functions.yaml").is_file()
     assert stage1.site_packages == stage1.torch_dir.parent
+
+
+def test_cpu_capability_defines_from_torch_cpu_exports(stage1, tmp_path):
+    """2.6.0's x86-64 libtorch_cpu exports get_call_ptr(DeviceType, void*, void*, void*): built
+    with AVX512 and AVX2 (what its CUDA-side callers must define, or they reference a
+    get_call_ptr torch_cpu does not export). A dump of fewer or more pointers reads as such."""
+    assert wheel.read_cpu_capability_defines(stage1.lib_dir / "libtorch_cpu.so", "x86_64") == (
+        "HAVE_AVX512_CPU_DEFINITION", "HAVE_AVX2_CPU_DEFINITION")
+
+    def dump(mangled: str):
+        sym = elfsyms.Symbol(mangled, None, False, "GLOBAL", "DEFAULT", "FUNC", "12", True)
+        table = elfsyms.SymbolTable("libtorch_cpu.so", "libtorch_cpu.so", (), (sym,), False, False)
+        return elfsyms.save(table, tmp_path / "cpu.dump")
+    base = "_ZN2at6native16DispatchStubImpl12get_call_ptrEN3c1010DeviceTypeEPv"
+    assert wheel.read_cpu_capability_defines(dump(base), "x86_64") == ()
+    assert wheel.read_cpu_capability_defines(dump(base + "S4_"), "x86_64") == (
+        "HAVE_AVX2_CPU_DEFINITION",)
+    assert wheel.read_cpu_capability_defines(dump(base + "S4_"), "ppc64le") == (
+        "HAVE_VSX_CPU_DEFINITION",)
+    with pytest.raises(InputError, match="takes 3 CPU capability pointers; x86_64 has 2"):
+        wheel.read_cpu_capability_defines(dump(base + "S4_S4_S4_"), "x86_64")
 
 
 @pytest.mark.parametrize("spelling", ["2.6.0", "2.6.0a0", "2.6.0+cu124", "v2.6.0"])

@@ -28,6 +28,11 @@ target_compile_definitions(torch_cuda PRIVATE TORCH_CUDA_BUILD_MAIN_LIB AT_PER_O
   USE_CUDA TORCH_CUDA_USE_NVTX3 USE_C10D_NCCL USE_NCCL USE_DISTRIBUTED FMT_HEADER_ONLY=1
   HAVE_MALLOC_USABLE_SIZE=1 HAVE_MMAP=1 HAVE_SHM_OPEN=1 HAVE_SHM_UNLINK=1 _FILE_OFFSET_BITS=64
   ${TDEV_FEATURE_DEFINES} ${TDEV_TORCH_CPU_DEFINES})
+# torch_cpu's CPU capabilities (HAVE_AVX2_CPU_DEFINITION, ...: the stock CMAKE_CXX_FLAGS; C++
+# units calling a DispatchStub must pass as many kernel pointers as torch_cpu takes)
+foreach(_cap IN LISTS TDEV_CPU_CAPABILITY_DEFINES)
+  target_compile_definitions(torch_cuda PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${_cap}>)
+endforeach()
 # torch/csrc's units that call the driver API through c10/cuda/driver_api.h (as the stock list)
 set(_driver_api ${torch_cuda_framework_SRCS})
 list(FILTER _driver_api INCLUDE REGEX

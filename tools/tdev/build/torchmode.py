@@ -216,6 +216,7 @@ def cmake_lines(t: TorchStage1, patched_include: str, generated_units: list[str]
               f'set(TDEV_TORCH_LIB_DIR "{rel(tor.lib_dir)}")',
               f'set(TDEV_TORCH_CXX11_ABI {int(tor.cxx11_abi)})',
               f'set(TDEV_TORCH_CPU_DEFINES "{";".join(tor.torch_cpu_defines)}")',
+              f'set(TDEV_CPU_CAPABILITY_DEFINES "{";".join(tor.cpu_capability_defines)}")',
               f'set(TDEV_PATCHED_INCLUDE "{patched_include}")',
               f'set(TDEV_CUDA_LIB_INCLUDE_DIRS "{paths(inc)}")',
               f'set(TDEV_CUDA_LIB_LIBRARIES "{paths(linked)}")',

@@ -15,15 +15,18 @@ from __future__ import annotations
 import ast
 import json
 import os
+import platform
 import re
 import subprocess
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Mapping
 
 from basekit.docread import read_text
 from basekit.errors import InputError
 
+from . import elfsyms
 from .inputs import release
 
 PYTHON_ENV = "TDEV_TORCH_PYTHON"
@@ -54,6 +57,12 @@ class Stage1Torch:
     cuda_version: str | None  # torch.version.cuda, "12.4"; None for a CPU build
     # what torch_cpu's CMake target tells dependants to define (USE_DISTRIBUTED, USE_RPC, ...)
     torch_cpu_defines: tuple[str, ...] = ()
+
+    @cached_property
+    def cpu_capability_defines(self) -> tuple[str, ...]:
+        """The HAVE_<CAP>_CPU_DEFINITION macros torch_cpu was built with (read from its
+        exports on first use: ~2 s)."""
+        return read_cpu_capability_defines(self.lib_dir / "libtorch_cpu.so")
 
     @property
     def site_packages(self) -> Path:
@@ -221,3 +230,36 @@ def read_interface_defines(cmake_prefix: Path, target: str) -> tuple[str, ...]:
                   text, re.S)
     d = m and re.search(r'INTERFACE_COMPILE_DEFINITIONS "([^"]*)"', m.group(1))
     return tuple(x for x in d.group(1).split(";") if x) if d else ()
+
+
+# ATen/native/DispatchStub.h: DispatchStubImpl::get_call_ptr takes one kernel pointer per CPU
+# capability the build defines a HAVE_<CAP>_CPU_DEFINITION for (cmake/Codegen.cmake adds them
+# to CMAKE_CXX_FLAGS), in this order; the capabilities an architecture can have
+CPU_CAPABILITIES = {
+    "x86_64": ("HAVE_AVX512_CPU_DEFINITION", "HAVE_AVX2_CPU_DEFINITION"),
+    "ppc64le": ("HAVE_VSX_CPU_DEFINITION",),
+    "s390x": ("HAVE_ZVECTOR_CPU_DEFINITION",),
+    "aarch64": ("HAVE_SVE256_CPU_DEFINITION",),
+}
+_GET_CALL_PTR = re.compile(
+    r"_ZN2at6native16DispatchStubImpl12get_call_ptrEN3c1010DeviceTypeEPv((?:S[0-9A-Z]*_)*)$")
+
+
+def read_cpu_capability_defines(libtorch_cpu: Path, machine: str | None = None) -> tuple[str, ...]:
+    """The CPU-capability macros ``libtorch_cpu`` was built with, from the number of kernel
+    pointers its exported ``DispatchStubImpl::get_call_ptr`` takes (2.6.0's x86-64 wheel:
+    DEFAULT, AVX512, AVX2 -> both macros). C++ units that call a DispatchStub must see the same
+    macros, or they reference a get_call_ptr that torch_cpu does not export. () when torch_cpu
+    has no such function (releases before DispatchStubImpl took pointers)."""
+    machine = machine or platform.machine()
+    for sym in elfsyms.read_table(libtorch_cpu, full=False).exported():
+        m = _GET_CALL_PTR.match(sym.name)
+        if m is None:
+            continue
+        extra = m.group(1).count("_")
+        caps = CPU_CAPABILITIES.get(machine, ())
+        if extra > len(caps):
+            raise InputError(libtorch_cpu, f"DispatchStubImpl::get_call_ptr takes {extra} CPU "
+                             f"capability pointers; {machine} has {len(caps)} known")
+        return caps[len(caps) - extra:]  # one of two on x86-64: AVX2 (AVX512 needs it too)
+    return ()
