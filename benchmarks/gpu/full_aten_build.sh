@@ -24,7 +24,4 @@ ls -la b/lib b/python/torch_cuda 2>/dev/null; tail -5 $W/ninja.out
 cd $R; for L in $W/b/lib/*.so $W/b/python/torch_cuda/_CUDAC*.so; do
   [ -f "$L" ] && PYTHONPATH=tools:. python3 -m tdev link-check --dump-symbols $L -o $OUT/$(basename $L).syms.gz
 done
-# the driver's libcuda.so.1 (libcaffe2_nvrtc's provider; none on the development machine):
-# `tdev link-check --build ... --provider libcuda.so.1.syms.gz` there
-D=$(ldconfig -p | sed -n 's/.*libcuda\.so\.1 .*=> //p' | head -1)
-[ -n "$D" ] && PYTHONPATH=tools:. python3 -m tdev link-check --dump-symbols $D -o $OUT/libcuda.so.1.syms.gz
+bash benchmarks/gpu/dump_providers.sh  # libcuda.so.1, libc, libm, python: --provider there
