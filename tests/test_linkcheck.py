@@ -19,7 +19,8 @@ from basekit.errors import InputError
 from tdev.build import elfsyms
 from tdev.build.linkcheck import closure, coverage, cuda_imports
 from tdev.build.linkgroups import demangle, group, qualified_parts, source_index
-from tdev.build.linkinputs import load_data, provider_paths, stage1_paths, stage1_site
+from tdev.build.linkinputs import (interpreter_library, load_data, provider_paths, stage1_paths,
+                                   stage1_site)
 from tdev.extract import manifest
 
 from stage1 import stage1, stage1_py  # noqa: F401  (pytest fixtures)
@@ -164,6 +165,23 @@ int use() {{
     assert nowhere["_Z18tdev_hidden_helperv"].hidden_in == ("libhelper.so",)
     assert nowhere["_Z24tdev_nobody_defines_thisi"].needed_by == ("libnobody.so",)
     assert "_Z18tdev_weak_optionalv" not in {u.name for u in bad.in_stock + bad.nowhere}
+
+
+def test_the_interpreter_provides_the_c_api_to_extension_modules_only(tables, stage1, tmp_path):
+    """A module named as CPython names extension modules takes PyLong_FromLong from the
+    interpreter (the stage-1 python's libpython or executable); the same code as a plain
+    library does not: libtorch_cuda referencing Python would be a fault."""
+    code = 'extern "C" void* PyLong_FromLong(long);\nvoid* f() { return PyLong_FromLong(1); }\n'
+    plain = elfsyms.read_table(_compile(tmp_path, "plain", code))
+    module_path = tmp_path / "_mod.cpython-311-x86_64-linux-gnu.so"
+    _compile(tmp_path, "plain", code).rename(module_path)
+    module = elfsyms.read_table(module_path)
+    python = elfsyms.read_tables([interpreter_library(stage1.python)], full=False)
+    assert any(s.name == "PyLong_FromLong" for s in python[0].exported())
+    args = (tables["providers"], tables["stock"])
+    assert closure([module], *args, interpreter=python).ok
+    assert [u.name for u in closure([module], *args).nowhere] == ["PyLong_FromLong"]
+    assert [u.name for u in closure([plain], *args, interpreter=python).nowhere] == ["PyLong_FromLong"]
 
 
 # --- coverage -----------------------------------------------------------------------------------

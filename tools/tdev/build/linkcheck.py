@@ -111,20 +111,32 @@ class ClosureResult:
                 "unknown_needed": [list(x) for x in self.unknown_needed]}
 
 
+def is_extension_module(table: SymbolTable) -> bool:
+    """A Python extension module (``_CUDAC.cpython-312-x86_64-linux-gnu.so``, ``*.abi3.so``):
+    the interpreter that imports it provides the C API it references."""
+    name = os.path.basename(table.path)
+    return ".cpython-" in name or name.endswith(".abi3.so")
+
+
 def closure(standalone: Iterable[SymbolTable], providers: Iterable[SymbolTable],
-            stock_cuda: Iterable[SymbolTable], subset: bool = False) -> ClosureResult:
+            stock_cuda: Iterable[SymbolTable], subset: bool = False,
+            interpreter: Iterable[SymbolTable] = ()) -> ClosureResult:
     """Resolve every GLOBAL undefined symbol of ``standalone`` against the exports of
-    ``providers`` and of the standalone libraries themselves."""
+    ``providers`` and of the standalone libraries themselves; an extension module's also against
+    ``interpreter`` (libpython, or the executable that exports the C API), which no other
+    library may bind to: libtorch_cuda referencing Python is a fault, _CUDAC doing so is not."""
     standalone, providers, stock_cuda = tuple(standalone), tuple(providers), tuple(stock_cuda)
-    exported = DefIndex(standalone + providers)
+    exported, python = DefIndex(standalone + providers), DefIndex(interpreter)
     needed: dict[Ref, list[str]] = {}
     references = 0
     for t in standalone:
+        ext = is_extension_module(t)
         for s in t.imported():
             if s.bind != "GLOBAL":
                 continue  # a weak reference may stay unresolved
             references += 1
-            if not exported.providers(s.name, s.version):
+            if not exported.providers(s.name, s.version) and not (
+                    ext and python.providers(s.name, s.version)):
                 needed.setdefault((s.name, s.version), []).append(t.name)
     stock, local = DefIndex(stock_cuda, every=True), DefIndex(standalone, every=True)
     in_stock, nowhere = [], []
@@ -136,7 +148,8 @@ def closure(standalone: Iterable[SymbolTable], providers: Iterable[SymbolTable],
     known = {n for t in standalone + providers for n in (t.soname, os.path.basename(t.path)) if n}
     stock_names = {n for t in stock_cuda for n in (t.soname, os.path.basename(t.path)) if n}
     unknown = [(t.name, n) for t in standalone for n in t.needed if os.path.basename(n) not in known]
-    return ClosureResult(tuple(t.name for t in standalone), tuple(t.name for t in providers), subset,
+    return ClosureResult(tuple(t.name for t in standalone),
+                         tuple(t.name for t in providers + tuple(interpreter)), subset,
                          references, tuple(in_stock), tuple(nowhere),
                          tuple(x for x in unknown if os.path.basename(x[1]) in stock_names),
                          tuple(x for x in unknown if os.path.basename(x[1]) not in stock_names))

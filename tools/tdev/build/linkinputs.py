@@ -73,6 +73,7 @@ def load_data(extra_groups: Path | None = None) -> LinkData:
 class Stage1Site:
     site_packages: Path  # holds torch/ and nvidia/
     torch_dir: Path
+    python: Path | None = None  # its interpreter, when known
 
 
 def stage1_site(python: Path | None, version: str | None, env: Mapping[str, str]) -> Stage1Site:
@@ -82,8 +83,8 @@ def stage1_site(python: Path | None, version: str | None, env: Mapping[str, str]
     if version is not None:
         from tdev.build.wheel import find_stage1_torch
 
-        torch_dir = Path(find_stage1_torch(python, version, env).torch_dir)
-        return Stage1Site(torch_dir.parent, torch_dir)
+        torch = find_stage1_torch(python, version, env)
+        return Stage1Site(torch.torch_dir.parent, torch.torch_dir, torch.python)
     if python is None:
         raise InputError("--stage1-python", "required (or --source EXTRACTION, whose release picks the stage-1 torch)")
     code = ("import importlib.util as u, os; s = u.find_spec('torch'); "
@@ -96,7 +97,25 @@ def stage1_site(python: Path | None, version: str | None, env: Mapping[str, str]
     torch_dir = proc.stdout.strip()
     if proc.returncode != 0 or not torch_dir:
         raise InputError(python, "has no torch package (not a stage-1 python)")
-    return Stage1Site(Path(torch_dir).parent, Path(torch_dir))
+    return Stage1Site(Path(torch_dir).parent, Path(torch_dir), python)
+
+
+_INTERPRETER = ("import os, sys, sysconfig as s; lib = os.path.join(s.get_config_var('LIBDIR') or '', "
+                "s.get_config_var('LDLIBRARY') or ''); print(lib if s.get_config_var('Py_ENABLE_SHARED')"
+                " and os.path.isfile(lib) else os.path.realpath(sys.executable))")
+
+
+def interpreter_library(python: Path) -> Path:
+    """What provides ``python``'s C API to extension modules: its libpython when it is built
+    shared, else its executable (which exports the API)."""
+    try:
+        proc = subprocess.run([os.fspath(python), "-I", "-c", _INTERPRETER], capture_output=True,
+                              text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise InputError(python, f"cannot run ({e})") from None
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise InputError(python, f"cannot tell its libpython ({proc.stderr.strip()[-200:]})")
+    return Path(proc.stdout.strip())
 
 
 def _expand(base: Path, patterns: Sequence[str]) -> list[Path]:
@@ -136,6 +155,7 @@ class LinkInputs:
     providers: tuple[SymbolTable, ...]  # stage 1 + CUDA + system (exports only)
     stock_cuda: tuple[SymbolTable, ...]  # full tables
     importers: tuple[SymbolTable, ...]
+    interpreter: tuple[SymbolTable, ...] = ()  # for extension modules only (exports)
 
 
 def build_libraries(build: Path, data: LinkData) -> list[Path]:
@@ -165,10 +185,12 @@ def provider_paths(site: Stage1Site, data: LinkData, env: Mapping[str, str]) -> 
 def read_inputs(standalone: Sequence[Path], site: Stage1Site, data: LinkData, env: Mapping[str, str],
                 coverage: bool = True, jobs: int = 2,
                 progress: Callable[[str, int, int], None] | None = None,
-                extra_providers: Sequence[Path] = ()) -> LinkInputs:
+                extra_providers: Sequence[Path] = (), interpreter: Path | None = None) -> LinkInputs:
     """Every table the two checks need; ``progress(stage, done, total)`` while reading.
     ``extra_providers``: libraries (ELF or dumps) that provide symbols but are not here, such as
-    the driver's libcuda.so.1 dumped on a machine with a driver."""
+    the driver's libcuda.so.1 dumped on a machine with a driver. ``interpreter``: the Python
+    that imports the extension modules (its libpython or executable, or a dump of it made where
+    they were built); default: the stage-1 interpreter's."""
     def stage(name):
         return (lambda done, total: progress(name, done, total)) if progress else None
 
@@ -182,4 +204,7 @@ def read_inputs(standalone: Sequence[Path], site: Stage1Site, data: LinkData, en
                             jobs=jobs, progress=stage("providers"))
     importers = (read_tables(stage1_paths(site, data, "importers"), full=False, jobs=jobs,
                              progress=stage("importers")) if coverage else [])
-    return LinkInputs(tuple(own), tuple(providers), tuple(stock), tuple(importers))
+    if interpreter is None and site.python is not None:
+        interpreter = interpreter_library(site.python)
+    python = read_tables([interpreter], full=False, jobs=1) if interpreter is not None else []
+    return LinkInputs(tuple(own), tuple(providers), tuple(stock), tuple(importers), tuple(python))

@@ -27,7 +27,9 @@ tools/tdev/data/linkcheck.yaml). With --subset, coverage is reported but does no
 Each library may be an ELF file or a symbol dump (`--dump-symbols LIB -o OUT`): a library
 built on another machine is checked here through its dump. Tables are read with readelf.
 --provider adds libraries that exist only elsewhere, as providers: the driver's libcuda.so.1
-(which libcaffe2_nvrtc needs), dumped on a machine that has a driver."""
+(which libcaffe2_nvrtc needs), dumped on a machine that has a driver. A Python extension module
+(_CUDAC) may also take the C API from the interpreter that imports it (--interpreter; the
+stage-1 python's by default), which no other library may."""
 
 EPILOG = exit_codes_epilog(
     ok="closure and coverage clean (with --subset: closure clean); or the dump written",
@@ -39,7 +41,9 @@ examples:
   tdev link-check --libs lib/libtorch_cuda_subset.so --subset --json
   tdev link-check --libs libtorch_cuda.syms.gz,libc10_cuda.syms.gz --stage1-python ~/venv/bin/python
   tdev link-check --dump-symbols build/lib/libtorch_cuda.so -o libtorch_cuda.syms.gz
-  tdev link-check --build build/torch_cuda/stage2 --provider libcuda.so.1.syms.gz"""
+  tdev link-check --build build/torch_cuda/stage2 --provider libcuda.so.1.syms.gz
+  tdev link-check --libs libtorch_cuda.so.syms.gz,_CUDAC.cpython-312-x86_64-linux-gnu.so.syms.gz \
+      --provider libcuda.so.1.syms.gz,libc.so.6.syms.gz --interpreter python3.12.syms.gz"""
 
 
 def register(sub) -> None:
@@ -61,6 +65,9 @@ def register(sub) -> None:
     p.add_argument("--provider", action="append", metavar="A.so,B.dump", help="more providers "
                    "(ELF or dumps), comma separated: e.g. the driver's libcuda.so.1 dumped where "
                    "there is a driver; may be repeated")
+    p.add_argument("--interpreter", type=Path, metavar="LIB", help="the Python that imports the "
+                   "extension modules (_CUDAC): its libpython or executable, or a dump of it made "
+                   "where they were built (default: the stage-1 interpreter's)")
     p.add_argument("--groups", type=Path, metavar="FILE", help="more prefix rules (YAML `groups:`), "
                    "tried before the shipped ones")
     p.add_argument("--subset", action="store_true", help="a subset build: unresolved symbols the "
@@ -86,8 +93,10 @@ def run(args: argparse.Namespace) -> int:
     progress = StagedProgress("link-check")
     try:
         inputs = linkinputs.read_inputs(libs, site, data, os.environ, jobs=args.jobs,
-                                        progress=progress.stage, extra_providers=extra)
-        closed = linkcheck.closure(inputs.standalone, inputs.providers, inputs.stock_cuda, args.subset)
+                                        progress=progress.stage, extra_providers=extra,
+                                        interpreter=args.interpreter)
+        closed = linkcheck.closure(inputs.standalone, inputs.providers, inputs.stock_cuda, args.subset,
+                                   inputs.interpreter)
         covered = linkcheck.coverage(inputs.standalone, inputs.importers, inputs.stock_cuda, inputs.providers)
         files = linkgroups.source_index(source, data.sources_exclude) if source else ()
         covered = linkgroups.group(covered, data.groups, files)
