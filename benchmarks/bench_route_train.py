@@ -94,7 +94,7 @@ def main() -> int:
     plugin_env = {"TORCH_DEVICE_BACKEND_AUTOLOAD": "1"}
     if conf:
         plugin_env[f"{pkg.ENV_PREFIX}_BACKEND_CONFIG"] = os.path.abspath(conf)
-    rounds = []
+    rounds, cpu_rounds = [], []
     for i in range(args.rounds):  # which side goes first alternates too
         for side in ((0, 1) if i % 2 == 0 else (1, 0)):
             if side == 0:
@@ -104,22 +104,28 @@ def main() -> int:
                                                            cpus=cpus, **config)
         rounds.append((statistics.median(native["step_ms"][args.warmup:]),
                        statistics.median(plugin["step_ms"][args.warmup:])))
+        cpu_rounds.append((statistics.median(native["cpu_ms"][args.warmup:]),
+                           statistics.median(plugin["cpu_ms"][args.warmup:])))
         print(f"round {len(rounds)}: {ref} {rounds[-1][0]:.2f} ms, {pkg.DEVICE} "
-              f"{rounds[-1][1]:.2f} ms, ratio {rounds[-1][1] / rounds[-1][0]:.3f}", flush=True)
+              f"{rounds[-1][1]:.2f} ms, ratio {rounds[-1][1] / rounds[-1][0]:.3f}; main thread's "
+              f"CPU {cpu_rounds[-1][0]:.2f} / {cpu_rounds[-1][1]:.2f} ms", flush=True)
     native_losses, plugin_losses = native["losses"], plugin["losses"]
     native_ms = statistics.median(r[0] for r in rounds)
     plugin_ms = statistics.median(r[1] for r in rounds)
     gap = max(abs(a - b) / abs(b) for a, b in zip(plugin_losses, native_losses))
     ratio_min = min(r[1] for r in rounds) / min(r[0] for r in rounds)
     ratio_rounds = statistics.median(r[1] / r[0] for r in rounds)
+    cpu_ratio = statistics.median(r[1] for r in cpu_rounds) / statistics.median(r[0] for r in cpu_rounds)
     report.update(native_ms=native_ms, plugin_ms=plugin_ms, ratio=plugin_ms / native_ms,
+                  cpu_rounds=cpu_rounds, cpu_ratio=cpu_ratio,
                   ratio_of_minima=ratio_min, median_round_ratio=ratio_rounds,
                   rounds=rounds, cpus=cpus, native_losses=native_losses,
                   plugin_losses=plugin_losses, max_rel_loss_gap=gap)
     print(f"step time (median over {args.rounds} alternating rounds of each run's median of "
           f"{args.steps - args.warmup} steps, CPUs {cpus}): {ref} {native_ms:.2f} ms, "
           f"{pkg.DEVICE} {plugin_ms:.2f} ms, ratio {plugin_ms / native_ms:.3f}; fastest runs "
-          f"{ratio_min:.3f}; median of the rounds' ratios {ratio_rounds:.3f}")
+          f"{ratio_min:.3f}; median of the rounds' ratios {ratio_rounds:.3f}; main thread's CPU "
+          f"time per step, ratio of medians {cpu_ratio:.3f}")
     print(f"losses: first {native_losses[0]:.4f} / {plugin_losses[0]:.4f}, last "
           f"{native_losses[-1]:.4f} / {plugin_losses[-1]:.4f}, largest relative gap {gap:.2e} "
           f"({'match' if gap <= LOSS_RTOL else 'DIFFER'}, tolerance {LOSS_RTOL})")
