@@ -94,7 +94,7 @@ def main() -> int:
     plugin_env = {"TORCH_DEVICE_BACKEND_AUTOLOAD": "1"}
     if conf:
         plugin_env[f"{pkg.ENV_PREFIX}_BACKEND_CONFIG"] = os.path.abspath(conf)
-    rounds, cpu_rounds = [], []
+    rounds, cpu_rounds, processors = [], [], []
     for i in range(args.rounds):  # which side goes first alternates too
         for side in ((0, 1) if i % 2 == 0 else (1, 0)):
             if side == 0:
@@ -106,9 +106,11 @@ def main() -> int:
                        statistics.median(plugin["step_ms"][args.warmup:])))
         cpu_rounds.append((statistics.median(native["cpu_ms"][args.warmup:]),
                            statistics.median(plugin["cpu_ms"][args.warmup:])))
+        processors.append((native.get("processor"), plugin.get("processor")))
         print(f"round {len(rounds)}: {ref} {rounds[-1][0]:.2f} ms, {pkg.DEVICE} "
               f"{rounds[-1][1]:.2f} ms, ratio {rounds[-1][1] / rounds[-1][0]:.3f}; main thread's "
-              f"CPU {cpu_rounds[-1][0]:.2f} / {cpu_rounds[-1][1]:.2f} ms", flush=True)
+              f"CPU {cpu_rounds[-1][0]:.2f} / {cpu_rounds[-1][1]:.2f} ms (on CPU {native.get('processor')}"
+              f" / {plugin.get('processor')})", flush=True)
     native_losses, plugin_losses = native["losses"], plugin["losses"]
     native_ms = statistics.median(r[0] for r in rounds)
     plugin_ms = statistics.median(r[1] for r in rounds)
@@ -117,7 +119,7 @@ def main() -> int:
     ratio_rounds = statistics.median(r[1] / r[0] for r in rounds)
     cpu_ratio = statistics.median(r[1] for r in cpu_rounds) / statistics.median(r[0] for r in cpu_rounds)
     report.update(native_ms=native_ms, plugin_ms=plugin_ms, ratio=plugin_ms / native_ms,
-                  cpu_rounds=cpu_rounds, cpu_ratio=cpu_ratio,
+                  cpu_rounds=cpu_rounds, cpu_ratio=cpu_ratio, processors=processors,
                   ratio_of_minima=ratio_min, median_round_ratio=ratio_rounds,
                   rounds=rounds, cpus=cpus, native_losses=native_losses,
                   plugin_losses=plugin_losses, max_rel_loss_gap=gap)
