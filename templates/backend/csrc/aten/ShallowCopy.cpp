@@ -30,4 +30,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_has_compatible_shallow_copy_type", TORCH_FN(compatible_shallow_copy_type));
 }
 
+// The answer needs no autograd: registered for the device's autograd key too, so the call (216
+// per step of a small transformer: every parameter's optimizer and autocast bookkeeping) does
+// not pass through torch's boxed autograd fallback, as CUDA's composite kernel does not.
+TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
+  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(compatible_shallow_copy_type));
+}
+
 }  // namespace BACKEND_NS
