@@ -109,8 +109,8 @@ def main() -> int:
         processors.append((native.get("processor"), plugin.get("processor")))
         print(f"round {len(rounds)}: {ref} {rounds[-1][0]:.2f} ms, {pkg.DEVICE} "
               f"{rounds[-1][1]:.2f} ms, ratio {rounds[-1][1] / rounds[-1][0]:.3f}; main thread's "
-              f"CPU {cpu_rounds[-1][0]:.2f} / {cpu_rounds[-1][1]:.2f} ms (on CPU {native.get('processor')}"
-              f" / {plugin.get('processor')})", flush=True)
+              f"CPU {cpu_rounds[-1][0]:.2f} / {cpu_rounds[-1][1]:.2f} ms (on CPU {processors[-1][0]}"
+              f" / {processors[-1][1]})", flush=True)
     native_losses, plugin_losses = native["losses"], plugin["losses"]
     native_ms = statistics.median(r[0] for r in rounds)
     plugin_ms = statistics.median(r[1] for r in rounds)

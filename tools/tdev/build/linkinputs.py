@@ -89,15 +89,22 @@ def stage1_site(python: Path | None, version: str | None, env: Mapping[str, str]
         raise InputError("--stage1-python", "required (or --source EXTRACTION, whose release picks the stage-1 torch)")
     code = ("import importlib.util as u, os; s = u.find_spec('torch'); "
             "print(os.path.dirname(s.origin) if s and s.origin else '')")
+    torch_dir = _ask(python, code, "has no torch package (not a stage-1 python)")
+    return Stage1Site(Path(torch_dir).parent, Path(torch_dir), python)
+
+
+def _ask(python: Path, code: str, fails: str) -> str:
+    """What ``python -I -c code`` prints (stripped); bad input naming ``python`` when it cannot
+    run, fails, or prints nothing (``fails`` says what that means)."""
     try:
         proc = subprocess.run([os.fspath(python), "-I", "-c", code], capture_output=True, text=True,
                               timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise InputError(python, f"cannot run ({e})") from None
-    torch_dir = proc.stdout.strip()
-    if proc.returncode != 0 or not torch_dir:
-        raise InputError(python, "has no torch package (not a stage-1 python)")
-    return Stage1Site(Path(torch_dir).parent, Path(torch_dir), python)
+    out = proc.stdout.strip()
+    if proc.returncode != 0 or not out:
+        raise InputError(python, fails)
+    return out
 
 
 _INTERPRETER = ("import os, sys, sysconfig as s; lib = os.path.join(s.get_config_var('LIBDIR') or '', "
@@ -108,14 +115,7 @@ _INTERPRETER = ("import os, sys, sysconfig as s; lib = os.path.join(s.get_config
 def interpreter_library(python: Path) -> Path:
     """What provides ``python``'s C API to extension modules: its libpython when it is built
     shared, else its executable (which exports the API)."""
-    try:
-        proc = subprocess.run([os.fspath(python), "-I", "-c", _INTERPRETER], capture_output=True,
-                              text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise InputError(python, f"cannot run ({e})") from None
-    if proc.returncode != 0 or not proc.stdout.strip():
-        raise InputError(python, f"cannot tell its libpython ({proc.stderr.strip()[-200:]})")
-    return Path(proc.stdout.strip())
+    return Path(_ask(python, _INTERPRETER, "cannot tell its libpython"))
 
 
 def _expand(base: Path, patterns: Sequence[str]) -> list[Path]:
