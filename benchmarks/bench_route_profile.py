@@ -5,7 +5,10 @@ Each side runs in its own interpreter (the reference with TORCH_DEVICE_BACKEND_A
 torch cannot run a CUDA backward pass where a PrivateUse1 backend is registered): --warmup steps,
 then --steps steps timed on the wall clock (loss.item() synchronises), then one step under
 torch.profiler (CPU activity: host time per operator). Printed: both step medians, the operator
-calls per step on each side, and the operators whose self host time differs most.
+calls per step on each side, and the operators whose self host time differs most. With
+--kernels the profiled step also records the GPU's activity (CUPTI sees every kernel, whichever
+dispatch key launched it): the kernels per step and their device time on each side, and the
+kernels whose time or count differs most.
 
     python benchmarks/bench_route_profile.py --package torch_nvgpu --json profile.json
 """
@@ -50,12 +53,32 @@ def worker(args) -> dict:
         step(b)
         if i >= args.warmup:
             times.append((time.perf_counter() - t0) * 1e3)
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.kernels else [])
+    with profile(activities=activities) as prof:
         step(batches[-1])
-    ops = {}
+    ops, kernels = {}, {}
     for e in prof.key_averages():
-        ops[e.key] = [e.count, e.self_cpu_time_total]
-    return {"device": device, "step_ms": statistics.median(times), "ops": ops}
+        # a kernel or a copy the GPU ran (the device's type: CUDA, or PrivateUse1 for a package)
+        if not str(e.device_type).endswith("CPU"):
+            kernels[e.key] = [e.count, e.self_device_time_total]
+        else:
+            ops[e.key] = [e.count, e.self_cpu_time_total]
+    return {"device": device, "step_ms": statistics.median(times), "ops": ops,
+            "kernels": kernels}
+
+
+def _diff_table(title: str, a: dict, b: dict, ref: str, dev: str, top: int) -> None:
+    """The entries whose time differs most (b - a), both sides' counts and times."""
+    rows = []
+    for n in set(a) | set(b):
+        ca, ta = a.get(n, [0, 0.0])
+        cb, tb = b.get(n, [0, 0.0])
+        rows.append((tb - ta, n, ca, cb, ta, tb))
+    rows.sort(reverse=True)
+    print(f"{title:48s} {'calls ' + ref:>12s} {'calls ' + dev:>12s} "
+          f"{'self us ' + ref:>14s} {'self us ' + dev:>14s}")
+    for d, n, ca, cb, ta, tb in rows[:top]:
+        print(f"{n[:48]:48s} {ca:12d} {cb:12d} {ta:14.0f} {tb:14.0f}")
 
 
 def main() -> int:
@@ -70,6 +93,8 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--vocab", type=int, default=8192)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--kernels", action="store_true",
+                    help="also the GPU's kernels per step and their device time on each side")
     ap.add_argument("--json")
     args = ap.parse_args()
     if args.device:
@@ -79,7 +104,8 @@ def main() -> int:
     ref = _testing_module(args.package).reference_device()
     base = [sys.executable, os.path.abspath(__file__)] + [
         f"--{k}={getattr(args, k)}" for k in ("package", "warmup", "steps", "dim", "layers", "seq",
-                                               "batch", "vocab")]
+                                               "batch", "vocab")] + (
+        ["--kernels"] if args.kernels else [])
     results = {}
     for device, autoload in ((ref, "0"), (pkg.DEVICE, "1")):
         p = subprocess.run(base + [f"--device={device}"], capture_output=True, text=True,
@@ -95,17 +121,13 @@ def main() -> int:
           f"{b['step_ms']:.2f} ms, ratio {b['step_ms'] / a['step_ms']:.3f}")
     calls = {d: sum(c for c, _ in r["ops"].values() if True) for d, r in results.items()}
     print("operator events in the profiled step:", ", ".join(f"{d} {n}" for d, n in calls.items()))
-    names = set(a["ops"]) | set(b["ops"])
-    rows = []
-    for n in names:
-        ca, ta = a["ops"].get(n, [0, 0.0])
-        cb, tb = b["ops"].get(n, [0, 0.0])
-        rows.append((tb - ta, n, ca, cb, ta, tb))
-    rows.sort(reverse=True)
-    print(f"{'operator':48s} {'calls ' + ref:>12s} {'calls ' + pkg.DEVICE:>12s} "
-          f"{'self us ' + ref:>14s} {'self us ' + pkg.DEVICE:>14s}")
-    for d, n, ca, cb, ta, tb in rows[:args.top]:
-        print(f"{n[:48]:48s} {ca:12d} {cb:12d} {ta:14.0f} {tb:14.0f}")
+    _diff_table("operator", a["ops"], b["ops"], ref, pkg.DEVICE, args.top)
+    if args.kernels:
+        for d, r in results.items():
+            k = r["kernels"]
+            print(f"GPU in the profiled step, {d}: {sum(c for c, _ in k.values())} kernels/copies, "
+                  f"{sum(t for _, t in k.values()) / 1e3:.2f} ms device time")
+        _diff_table("kernel", a["kernels"], b["kernels"], ref, pkg.DEVICE, args.top)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(results, fh, indent=1)
