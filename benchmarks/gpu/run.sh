@@ -6,14 +6,17 @@
 #   overhead   benchmarks/bench_route_overhead.py
 #   tune       benchmarks/bench_route_tune.py: tdev route tune on the shipped shapes + check
 #   flaggems-cost  benchmarks/bench_route_flaggems.py: FlagGems direct vs through the route
-#   train      benchmarks/bench_route_train.py with the routes `tune` wrote
+#   train      benchmarks/bench_route_train.py with the routes `tune` wrote (TRAIN_ARGS: more
+#              arguments, e.g. "--rounds 13")
 #   flaggems   the generated tests with FlagGems installed (test_flaggems.py, test_routing.py,
 #              a subset of test_parity.py under FlagGems routes)
 #   train-recorded  bench_route_train.py --record-tune (the model's own calls, tuned)
+#   paired     benchmarks/bench_route_paired.py: the same step, both sides alive together and
+#              stepping in turn (PAIRED_ARGS, e.g. "--processes 10 --pairs 200")
 #   compile    benchmarks/bench_route_compile.py: torch.compile of a small transformer on the
 #              device (its own backend) and on torch.cuda (inductor), equal to eager, step times
-#   profile    benchmarks/bench_route_profile.py: the training step's host time per operator,
-#              device vs torch.cuda
+#   profile    benchmarks/bench_route_profile.py: the training step's host time per operator
+#              and the GPU's kernels, device vs torch.cuda
 # Results in $OUT (<= 8 files). From the repository root:
 #   bash benchmarks/gpu/run.sh [STEP...]
 # FlagGems and its needs travel as wheels in .whl/ (docs/gpu-results.md says how).
@@ -75,7 +78,12 @@ step() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
     log "training step with the tuned routes vs torch.cuda"
     conf=(); [ -f "$OUT/tuned.conf" ] && conf=(--conf "$OUT/tuned.conf")
     with_flaggems timeout ${TRAIN_TIMEOUT:-240} python3 "$REPO/benchmarks/bench_route_train.py" \
-      --package torch_nvgpu "${conf[@]}" --json "$OUT/train.json"
+      --package torch_nvgpu "${conf[@]}" ${TRAIN_ARGS:-} --json "$OUT/train.json"
+  fi
+  if step paired; then
+    log "training step, both sides stepping in turn (fresh worker pairs)"
+    timeout ${PAIRED_TIMEOUT:-300} python3 "$REPO/benchmarks/bench_route_paired.py" \
+      --package torch_nvgpu ${PAIRED_ARGS:-} --json "$OUT/paired.json"
   fi
   if step compile; then
     log "torch.compile: the device's backend vs torch.cuda's inductor"
@@ -85,7 +93,7 @@ step() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
   if step profile; then
     log "training step profiled per operator: device vs torch.cuda"
     timeout 120 python3 "$REPO/benchmarks/bench_route_profile.py" --package torch_nvgpu \
-      --top 40 --json "$OUT/profile.json"
+      --top 40 --kernels --json "$OUT/profile.json"
   fi
   if step flaggems; then
     log "generated tests with FlagGems installed"

@@ -1,0 +1,163 @@
+"""The training step of bench_route_train.py, both sides at once: a worker process per side (the
+package's device and its reference device), alive together, pinned to the same CPUs, stepping
+in turn (A, B, B, A, ...: one side steps while the other waits on its pipe), so each pair of
+steps meets the same moment of the host. --processes fresh pairs of workers, --pairs steps
+each after --warmup.
+
+Why: bench_route_train.py compares the medians of separate processes, and on the device
+machines a process lands in a fast or a slow host mode (9-10 or 12-17 ms for either side).
+Stepping both sides in turn tells the two apart: if the mode is a moment of the host, the two
+sides' step times move together (the correlation printed) and the per-pair ratios are tight;
+if it belongs to a process, the ratios differ between worker pairs and stay put within one.
+Printed per worker pair: both medians, the median of the per-pair ratios, the correlation;
+then the median over all pairs and over the worker pairs, and the losses (equal on both sides:
+same initial weights, same batches).
+
+    python benchmarks/bench_route_paired.py --package torch_nvgpu --processes 8 --json p.json
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def _testing_module(package: str):
+    """PKG/testing.py loaded by path: the reference side must not import the package."""
+    spec = importlib.util.find_spec(package)
+    path = os.path.join(os.path.dirname(spec.origin), "testing.py")
+    s = importlib.util.spec_from_file_location("_testing", path)
+    m = importlib.util.module_from_spec(s)
+    s.loader.exec_module(m)
+    return m
+
+
+def worker(args) -> int:
+    """Steps on `args.device` for each line read; answers with the step's wall/CPU ms and loss."""
+    import torch
+    t = _testing_module(args.package)
+    torch.manual_seed(0)
+    net = t.TinyTransformer(vocab=args.vocab, dim=args.dim, heads=max(1, args.dim // 64),
+                            layers=args.layers, seq=args.seq).to(args.device)
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-3)
+    batches = t.make_batches(8, args.batch, args.seq, args.vocab)
+    print("ready", flush=True)
+    for i, _ in enumerate(sys.stdin):
+        t0, c0 = time.perf_counter(), time.thread_time()
+        loss = t.train(net, [batches[i % len(batches)]], args.device,
+                       autocast_dtype=torch.bfloat16, optimizer=opt)[0]
+        ms, cpu = (time.perf_counter() - t0) * 1e3, (time.thread_time() - c0) * 1e3
+        print(json.dumps({"ms": ms, "cpu": cpu, "loss": loss}), flush=True)
+    return 0
+
+
+def _corr(xs: list[float], ys: list[float]) -> float:
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    sx = sum((x - mx) ** 2 for x in xs) ** 0.5
+    sy = sum((y - my) ** 2 for y in ys) ** 0.5
+    return sxy / (sx * sy) if sx and sy else 0.0
+
+
+def _start(args, device: str, autoload: str, cpus: list[int]) -> subprocess.Popen:
+    cmd = [sys.executable, os.path.abspath(__file__), f"--device={device}"] + [
+        f"--{k}={getattr(args, k)}" for k in ("package", "dim", "layers", "seq", "batch", "vocab")]
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                         env=dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD=autoload),
+                         preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+    return p
+
+
+def _step(p: subprocess.Popen) -> dict:
+    p.stdin.write("step\n")
+    p.stdin.flush()
+    line = p.stdout.readline()
+    if not line:
+        raise RuntimeError(f"a worker stopped (exit {p.wait()})")
+    return json.loads(line)
+
+
+def run_pair(args, ref: str, dev: str, cpus: list[int]) -> dict:
+    procs = {ref: _start(args, ref, "0", cpus), dev: _start(args, dev, "1", cpus)}
+    try:
+        for p in procs.values():
+            if p.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"a worker did not start (exit {p.wait()})")
+        steps = {ref: [], dev: []}
+        for i in range(args.warmup + args.pairs):
+            order = (ref, dev) if i % 2 == 0 else (dev, ref)
+            for d in order:
+                steps[d].append(_step(procs[d]))
+    finally:
+        for p in procs.values():
+            p.stdin.close()
+            p.wait(timeout=120)
+    a, b = steps[ref][args.warmup:], steps[dev][args.warmup:]
+    ratios = [y["ms"] / x["ms"] for x, y in zip(a, b)]
+    gap = max(abs(x["loss"] - y["loss"]) / max(abs(x["loss"]), 1e-12)
+              for x, y in zip(steps[ref], steps[dev]))
+    return {"ref_ms": statistics.median(x["ms"] for x in a),
+            "dev_ms": statistics.median(y["ms"] for y in b),
+            "ref_cpu_ms": statistics.median(x["cpu"] for x in a),
+            "dev_cpu_ms": statistics.median(y["cpu"] for y in b),
+            "median_pair_ratio": statistics.median(ratios), "ratios": ratios,
+            "correlation": _corr([x["ms"] for x in a], [y["ms"] for y in b]),
+            "max_rel_loss_gap": gap}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--package", default="torch_nvgpu")
+    ap.add_argument("--device", help="(internal) be a worker for this device")
+    ap.add_argument("--processes", type=int, default=4, help="fresh worker pairs")
+    ap.add_argument("--pairs", type=int, default=100, help="step pairs timed per worker pair")
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--dim", type=int, default=512)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--seq", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--vocab", type=int, default=8192)
+    ap.add_argument("--cpus", help="CPUs both workers run on, like 2,3 (default: two of this "
+                    "process's, past the first two where it has four or more)")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    if args.device:
+        return worker(args)
+    pkg = __import__(args.package)
+    ref, dev = _testing_module(args.package).reference_device(), pkg.DEVICE
+    mine = sorted(os.sched_getaffinity(0))
+    cpus = ([int(c) for c in args.cpus.split(",")] if args.cpus else
+            (mine[2:4] if len(mine) >= 4 else mine[:2]))
+    results = []
+    for n in range(args.processes):
+        r = run_pair(args, ref, dev, cpus)
+        results.append(r)
+        print(f"workers {n + 1}: {ref} {r['ref_ms']:.2f} ms, {dev} {r['dev_ms']:.2f} ms, "
+              f"median pair ratio {r['median_pair_ratio']:.3f}, correlation "
+              f"{r['correlation']:.2f}; main thread's CPU {r['ref_cpu_ms']:.2f} / "
+              f"{r['dev_cpu_ms']:.2f} ms; losses' largest gap {r['max_rel_loss_gap']:.1e}",
+              flush=True)
+    every = [x for r in results for x in r["ratios"]]
+    per_workers = [r["median_pair_ratio"] for r in results]
+    summary = {"median_pair_ratio": statistics.median(every),
+               "median_of_worker_medians": statistics.median(per_workers),
+               "worker_pair_ratios": per_workers, "pairs": len(every), "cpus": cpus,
+               "max_rel_loss_gap": max(r["max_rel_loss_gap"] for r in results)}
+    print(f"{len(every)} step pairs in {len(results)} worker pairs (CPUs {cpus}): "
+          f"{dev}/{ref} median of the pair ratios {summary['median_pair_ratio']:.3f}, "
+          f"median of the worker pairs' {summary['median_of_worker_medians']:.3f} "
+          f"(from {min(per_workers):.3f} to {max(per_workers):.3f}); losses' largest "
+          f"relative gap {summary['max_rel_loss_gap']:.1e}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump({"summary": summary, "workers": results}, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""A tensor that comes back call after call (a parameter, an optimizer state) and is changed in
+between (resized, re-strided, given another storage) is computed on as it is now: operators
+whose vendor kernels keep the last call's presented argument (the unboxed ones: _foreach_mul_,
+mul_, masked_fill_, cat) must notice every change, and give the CPU's results."""
+import torch
+
+from conftest import DEVICE
+
+
+def _both(make):
+    """The same tensor on the CPU and on the device."""
+    cpu = make()
+    return cpu, cpu.to(DEVICE)
+
+
+def _storage(t):
+    """All elements of t's storage, in memory order."""
+    return torch.tensor([], dtype=t.dtype, device=t.device).set_(t.untyped_storage())
+
+
+def test_one_tensor_changed_in_place_between_calls_gives_the_cpu_results():
+    cpu, dev = _both(lambda: torch.arange(12.0))
+    for step in range(2):  # the second call finds the first call's presented tensor unchanged
+        for t in (cpu, dev):
+            torch._foreach_mul_([t], 2.0)
+            t.mul_(1.5)
+        torch.testing.assert_close(dev.cpu(), cpu, msg=f"step {step}")
+    changes = [
+        lambda t: t.resize_(3, 4),  # same bytes, new sizes
+        lambda t: t.t_(),  # new strides
+        lambda t: t.set_(t.untyped_storage(), 2, (5,), (2,)),  # offset, sizes and strides
+        lambda t: t.set_(torch.full((7,), 3.0, device=t.device)),  # another storage
+        lambda t: t.resize_(64),  # grows: a new allocation
+    ]
+    for i, change in enumerate(changes):
+        for t in (cpu, dev):
+            change(t)
+            torch._foreach_mul_([t], 2.0)
+            t.mul_(0.5)
+            t.masked_fill_(t > 4.0, -1.0)
+        assert dev.shape == cpu.shape and dev.stride() == cpu.stride(), i
+        # the whole storage: what lies outside the tensor's view must be left alone too
+        known = None if i < 4 else 7  # resize_(64): the rest is uninitialised memory
+        torch.testing.assert_close(_storage(dev).cpu()[:known], _storage(cpu)[:known],
+                                   msg=f"change {i}")
+
+
+def test_a_freed_tensor_does_not_stand_in_for_the_next_one():
+    """New tensors may reuse a freed one's memory and even its address: each call computes on
+    its own arguments."""
+    for n in range(1, 40):
+        cpu, dev = _both(lambda: torch.arange(float(n)) % 7)
+        for t in (cpu, dev):
+            torch._foreach_mul_([t], 3.0)
+        out_cpu = torch.cat([cpu, cpu * 2])
+        out_dev = torch.cat([dev, dev * 2])
+        torch.testing.assert_close(out_dev.cpu(), out_cpu, msg=f"n={n}")
+        del dev
+
+
+def test_the_same_tensor_twice_in_one_call():
+    cpu, dev = _both(lambda: torch.linspace(-1, 1, 10))
+    for t in (cpu, dev):
+        torch._foreach_addcmul_([t], [t], [t], value=0.5)
+    torch.testing.assert_close(dev.cpu(), cpu)
+    torch.testing.assert_close(torch.cat([dev, dev, dev.flip(0)]).cpu(),
+                               torch.cat([cpu, cpu, cpu.flip(0)]))
