@@ -18,7 +18,6 @@ same initial weights, same batches).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import statistics
@@ -26,15 +25,7 @@ import subprocess
 import sys
 import time
 
-
-def _testing_module(package: str):
-    """PKG/testing.py loaded by path: the reference side must not import the package."""
-    spec = importlib.util.find_spec(package)
-    path = os.path.join(os.path.dirname(spec.origin), "testing.py")
-    s = importlib.util.spec_from_file_location("_testing", path)
-    m = importlib.util.module_from_spec(s)
-    s.loader.exec_module(m)
-    return m
+from bench_route_profile import _testing_module
 
 
 def worker(args) -> int:
