@@ -56,6 +56,7 @@ def test_unboxed_operators_exist_and_return_what_the_unboxed_kernels_handle():
             assert not in_place or (len(rets) == 1 and schema.arguments[0].alias_info), op
             args = {str(a.type) for a in schema.arguments}
             assert "List[Optional[Tensor]]" not in args, op  # Tensor?[]: boxed only
+            assert "Optional[Generator]" not in args, op  # random: the device's generators
             checked += 1
     assert checked >= 30  # cuda's list: AdamW's foreach kernels, layer norm, the loss, ...
 

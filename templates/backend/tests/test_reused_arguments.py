@@ -1,10 +1,35 @@
 """A tensor that comes back call after call (a parameter, an optimizer state) and is changed in
 between (resized, re-strided, given another storage) is computed on as it is now: operators
 whose vendor kernels keep the last call's presented argument (the unboxed ones: _foreach_mul_,
-mul_, masked_fill_, cat) must notice every change, and give the CPU's results."""
+mul_, masked_fill_, cat; routed to the vendor here) must notice every change, and give the
+CPU's results."""
+import pytest
 import torch
 
-from conftest import DEVICE
+from conftest import DEVICE, pkg
+
+ROUTED = ("mul_.Tensor", "masked_fill_.Scalar", "cat", "_foreach_mul_.Scalar",
+          "_foreach_addcmul_.Scalar")
+
+
+@pytest.fixture(autouse=True)
+def vendor_routes():
+    """The operators under test routed to the vendor's kernels where the package has them
+    (their unboxed kernels where the profile lists them), whatever backends.conf says."""
+    if not pkg.HAS_VENDOR_KERNELS:
+        yield
+        return
+    before = {op: pkg.routing.current_routes().get(op) for op in ROUTED}
+    for op in ROUTED:
+        pkg.routing.set_route(op, "vendor", source="test")
+    try:
+        yield
+    finally:
+        for op, route in before.items():
+            if route is None:
+                pkg.routing.clear_route(op)
+            else:
+                pkg.routing.set_route(op, route.backend, route.source)
 
 
 def _both(make):
