@@ -17,7 +17,9 @@ too), each pinned to the same CPUs
 cores. The figures are the medians over the rounds of each run's median step; beside them, the
 ratio of the fastest runs (the minimum over the rounds of each side: on the H100 machines a
 process lands in a fast or a slow host mode, 9-10 or 12-13.5 ms for either side, and the
-minima compare the fast modes) and the median of the per-round ratios.
+minima compare the fast modes) and the median of the per-round ratios. Those modes are
+moments of the host: bench_route_paired.py steps both sides in turn and gives the steadier
+figure.
 
     python benchmarks/bench_route_train.py --package torch_nvgpu --record-tune --json t.json
 """
