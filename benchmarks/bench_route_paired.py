@@ -119,6 +119,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.device:
         return worker(args)
+    if args.processes < 1 or args.pairs < 1 or args.warmup < 0:
+        ap.error("--processes and --pairs must be at least 1, --warmup at least 0")
     pkg = __import__(args.package)
     ref, dev = _testing_module(args.package).reference_device(), pkg.DEVICE
     mine = sorted(os.sched_getaffinity(0))
