@@ -58,10 +58,9 @@ def _corr(xs: list[float], ys: list[float]) -> float:
 def _start(args, device: str, autoload: str, cpus: list[int]) -> subprocess.Popen:
     cmd = [sys.executable, os.path.abspath(__file__), f"--device={device}"] + [
         f"--{k}={getattr(args, k)}" for k in ("package", "dim", "layers", "seq", "batch", "vocab")]
-    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                         env=dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD=autoload),
-                         preexec_fn=lambda: os.sched_setaffinity(0, cpus))
-    return p
+    return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env=dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD=autoload),
+                            preexec_fn=lambda: os.sched_setaffinity(0, cpus))
 
 
 def _step(p: subprocess.Popen) -> dict:

@@ -1,8 +1,8 @@
 """A tensor that comes back call after call (a parameter, an optimizer state) and is changed in
-between (resized, re-strided, given another storage) is computed on as it is now: operators
-whose vendor kernels keep the last call's presented argument (the unboxed ones: _foreach_mul_,
-mul_, masked_fill_, cat; routed to the vendor here) must notice every change, and give the
-CPU's results."""
+between (resized, re-strided, given another storage) is computed on as it is now: the vendor's
+kernels keep the last call's presented tensor of an argument they do not write (here
+_foreach_mul_, mul_, masked_fill_ and cat, routed to the vendor: unboxed kernels where the
+profile lists them) and must notice every change, and give the CPU's results."""
 import pytest
 import torch
 
