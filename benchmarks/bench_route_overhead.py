@@ -6,6 +6,11 @@ same operators on the reference device (torch.cuda for the cuda package), in one
   view+copy    out.view(32, 32).copy_(a.view(32, 32)) (a device-to-device copy)
   add_ 1K      in place, a.add_(b)
   view 1K      a.view(32, 32): no kernel, the device's own operator (the dispatch baseline)
+  add add 1K   torch.add(torch.add(a, b), b): the second call's input is a fresh result
+  to bf16 1K   a.to(torch.bfloat16): an autocast-style cast (empty + a dtype-changing copy)
+  foreach 54   torch._foreach_add_(54 tensors, 1.0): AdamW's lists
+  layer_norm   F.layer_norm of a 16 x 512 tensor with weight and bias (tuple results)
+  mm 64        torch.mm of two 64 x 64 tensors
 
 A round times --calls back-to-back calls on each device in turn (host time per call, the
 device synchronised before and after, outside the timed region); the figures are medians over
@@ -34,12 +39,21 @@ def cases(device: str) -> dict:
     g = torch.Generator().manual_seed(0)
     a, b = (torch.randn(1024, generator=g).to(device) for _ in range(2))
     out = torch.empty(1024, device=device)
+    params = [torch.randn(64, generator=g).to(device) for _ in range(54)]
+    x = torch.randn(16, 512, generator=g).to(device)
+    w, bias = torch.ones(512, device=device), torch.zeros(512, device=device)
+    m = torch.randn(64, 64, generator=g).to(device)
     return {
         "add 1K": lambda: torch.add(a, b),
         "mul 1K": lambda: torch.mul(a, b),
         "view+copy 1K": lambda: out.view(32, 32).copy_(a.view(32, 32)),
         "add_ 1K": lambda: a.add_(b),
         "view 1K": lambda: a.view(32, 32),  # no kernel: the dispatch cost of the device itself
+        "add add 1K": lambda: torch.add(torch.add(a, b), b),
+        "to bf16 1K": lambda: a.to(torch.bfloat16),
+        "foreach 54": lambda: torch._foreach_add_(params, 1.0),
+        "layer_norm": lambda: torch.nn.functional.layer_norm(x, (512,), w, bias),
+        "mm 64": lambda: torch.mm(m, m),
     }
 
 

@@ -2,14 +2,17 @@
 between (resized, re-strided, given another storage) is computed on as it is now: the vendor's
 kernels keep the last call's presented tensor of an argument they do not write (here
 _foreach_mul_, mul_, masked_fill_ and cat, routed to the vendor: unboxed kernels where the
-profile lists them) and must notice every change, and give the CPU's results."""
+profile lists them) and must notice every change, and give the CPU's results. New tensors
+(activations) re-point a presented tensor nothing else holds, and new results become the
+device's own tensors in place where the vendor's memory is the device's."""
 import pytest
 import torch
 
 from conftest import DEVICE, pkg
 
 ROUTED = ("mul_.Tensor", "masked_fill_.Scalar", "cat", "_foreach_mul_.Scalar",
-          "_foreach_addcmul_.Scalar")
+          "_foreach_addcmul_.Scalar", "mul.Tensor", "add.Tensor", "native_layer_norm",
+          "_foreach_sqrt")
 
 
 @pytest.fixture(autouse=True)
@@ -90,3 +93,33 @@ def test_the_same_tensor_twice_in_one_call():
     torch.testing.assert_close(dev.cpu(), cpu)
     torch.testing.assert_close(torch.cat([dev, dev, dev.flip(0)]).cpu(),
                                torch.cat([cpu, cpu, cpu.flip(0)]))
+
+
+def test_more_new_tensors_than_slots_each_computed_on_its_own():
+    """Activations are new at every call: thousands of tensors of other sizes and dtypes pass
+    through one thread's presented tensors (each re-pointed in place or built anew)."""
+    dtypes = (torch.float32, torch.float64, torch.int64)
+    for i in range(3000):
+        cpu = (torch.arange(1 + i % 17, dtype=dtypes[i % 3]) + i) % 11
+        dev = cpu.to(DEVICE)
+        out = torch.cat([dev, dev * 2, dev])
+        torch.testing.assert_close(out.cpu(), torch.cat([cpu, cpu * 2, cpu]), msg=f"i={i}")
+
+
+def test_new_results_are_the_devices_own_tensors():
+    """A vendor kernel's new result (a tensor, a tuple's, a list's) is the device's tensor: its
+    storage is on the device, it grows through the device's allocator keeping its values."""
+    cpu, dev = _both(lambda: torch.linspace(-2, 2, 24).reshape(4, 6))
+    results = []
+    for t in (cpu, dev):
+        added = torch.add(t, t)
+        normed = torch.native_layer_norm(t, (6,), None, None, 1e-5)
+        roots = torch._foreach_sqrt([t.abs(), t * t])
+        results.append((added, *normed, *roots))
+    for i, (c, d) in enumerate(zip(*results)):
+        assert d.device == dev.device and d.untyped_storage().device == dev.device, i
+        torch.testing.assert_close(d.cpu(), c, msg=f"result {i}")
+    grown = [r[0].resize_(100) for r in results]
+    torch.testing.assert_close(grown[1][:24].cpu(), grown[0][:24])
+    grown[1][24:].fill_(5.0)
+    assert grown[1][24:].cpu().eq(5.0).all()
