@@ -40,11 +40,37 @@ def worker(args) -> int:
     print("ready", flush=True)
     for i, _ in enumerate(sys.stdin):
         t0, c0 = time.perf_counter(), time.thread_time()
-        loss = t.train(net, [batches[i % len(batches)]], args.device,
-                       autocast_dtype=torch.bfloat16, optimizer=opt)[0]
+        if args.phases:
+            loss, phases = _phased_step(t, net, opt, batches[i % len(batches)], args.device)
+        else:
+            loss, phases = t.train(net, [batches[i % len(batches)]], args.device,
+                                   autocast_dtype=torch.bfloat16, optimizer=opt)[0], {}
         ms, cpu = (time.perf_counter() - t0) * 1e3, (time.thread_time() - c0) * 1e3
-        print(json.dumps({"ms": ms, "cpu": cpu, "loss": loss}), flush=True)
+        print(json.dumps({"ms": ms, "cpu": cpu, "loss": loss, "phases": phases}), flush=True)
     return 0
+
+
+def _phased_step(t, net, opt, tokens, device: str) -> tuple[float, dict]:
+    """t.train()'s step with the host time of each phase (ms; no synchronisation between
+    phases, as in the step itself: the step is bound by host time)."""
+    import torch
+    import torch.nn.functional as F
+    marks = [time.perf_counter()]
+    net.to(device)
+    tokens = tokens.to(device)
+    with torch.autocast(torch.device(device).type, dtype=torch.bfloat16):
+        logits = net(tokens[:, :-1])
+        loss = F.cross_entropy(logits.float().flatten(0, 1), tokens[:, 1:].flatten())
+    marks.append(time.perf_counter())
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    marks.append(time.perf_counter())
+    opt.step()
+    marks.append(time.perf_counter())
+    value = loss.item()
+    marks.append(time.perf_counter())
+    names = ("forward", "backward", "optimizer", "item")
+    return value, {n: (b - a) * 1e3 for n, a, b in zip(names, marks, marks[1:])}
 
 
 def _corr(xs: list[float], ys: list[float]) -> float:
@@ -57,7 +83,8 @@ def _corr(xs: list[float], ys: list[float]) -> float:
 
 def _start(args, device: str, autoload: str, cpus: list[int]) -> subprocess.Popen:
     cmd = [sys.executable, os.path.abspath(__file__), f"--device={device}"] + [
-        f"--{k}={getattr(args, k)}" for k in ("package", "dim", "layers", "seq", "batch", "vocab")]
+        f"--{k}={getattr(args, k)}" for k in ("package", "dim", "layers", "seq", "batch", "vocab")
+    ] + (["--phases"] if args.phases else [])
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                             env=dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD=autoload),
                             preexec_fn=lambda: os.sched_setaffinity(0, cpus))
@@ -91,7 +118,12 @@ def run_pair(args, ref: str, dev: str, cpus: list[int]) -> dict:
     ratios = [y["ms"] / x["ms"] for x, y in zip(a, b)]
     gap = max(abs(x["loss"] - y["loss"]) / max(abs(x["loss"]), 1e-12)
               for x, y in zip(steps[ref], steps[dev]))
-    return {"ref_ms": statistics.median(x["ms"] for x in a),
+    phases = {n: {"ref_ms": statistics.median(x["phases"][n] for x in a),
+                  "dev_ms": statistics.median(y["phases"][n] for y in b),
+                  "median_pair_ratio": statistics.median(y["phases"][n] / x["phases"][n]
+                                                         for x, y in zip(a, b))}
+              for n in (a[0]["phases"] if a else {})}
+    return {"phases": phases, "ref_ms": statistics.median(x["ms"] for x in a),
             "dev_ms": statistics.median(y["ms"] for y in b),
             "ref_cpu_ms": statistics.median(x["cpu"] for x in a),
             "dev_cpu_ms": statistics.median(y["cpu"] for y in b),
@@ -114,6 +146,8 @@ def main() -> int:
     ap.add_argument("--vocab", type=int, default=8192)
     ap.add_argument("--cpus", help="CPUs both workers run on, like 2,3 (default: two of this "
                     "process's, past the first two where it has four or more)")
+    ap.add_argument("--phases", action="store_true", help="also time the step's phases "
+                    "(forward, backward, optimizer, item: host time, median pair ratio each)")
     ap.add_argument("--json")
     args = ap.parse_args()
     if args.device:
@@ -134,6 +168,9 @@ def main() -> int:
               f"{r['correlation']:.2f}; main thread's CPU {r['ref_cpu_ms']:.2f} / "
               f"{r['dev_cpu_ms']:.2f} ms; losses' largest gap {r['max_rel_loss_gap']:.1e}",
               flush=True)
+        for name, ph in r["phases"].items():
+            print(f"  {name:<10} {ref} {ph['ref_ms']:.2f} ms, {dev} {ph['dev_ms']:.2f} ms, "
+                  f"median pair ratio {ph['median_pair_ratio']:.3f}", flush=True)
     every = [x for r in results for x in r["ratios"]]
     per_workers = [r["median_pair_ratio"] for r in results]
     summary = {"median_pair_ratio": statistics.median(every),
