@@ -50,11 +50,13 @@ void device_synchronize(c10::DeviceIndex device) {
   hal::device_synchronize();
 }
 
+// the common case, the device already current, costs two thread-local reads
 DeviceScope::DeviceScope(c10::DeviceIndex device) : previous_(current_device()) {
-  if (device >= 0) set_device(device);
+  if (device >= 0 && device != previous_) set_device(device);
 }
 
 DeviceScope::~DeviceScope() {
+  if (t_device == previous_) return;
   try {
     set_device(previous_);
   } catch (...) {
