@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 
-from bench_route_profile import _testing_module
+from bench_route_profile import _diff_table, _testing_module
 
 
 def worker(args) -> int:
@@ -38,7 +38,10 @@ def worker(args) -> int:
     opt = torch.optim.AdamW(net.parameters(), lr=1e-3)
     batches = t.make_batches(8, args.batch, args.seq, args.vocab)
     print("ready", flush=True)
-    for i, _ in enumerate(sys.stdin):
+    for i, line in enumerate(sys.stdin):
+        if line.startswith("profile"):
+            print(json.dumps(_profiled_steps(t, net, opt, batches, args.device)), flush=True)
+            continue
         t0, c0 = time.perf_counter(), time.thread_time()
         if args.phases:
             loss, phases = _phased_step(t, net, opt, batches[i % len(batches)], args.device)
@@ -48,6 +51,16 @@ def worker(args) -> int:
         ms, cpu = (time.perf_counter() - t0) * 1e3, (time.thread_time() - c0) * 1e3
         print(json.dumps({"ms": ms, "cpu": cpu, "loss": loss, "phases": phases}), flush=True)
     return 0
+
+
+def _profiled_steps(t, net, opt, batches, device: str, steps: int = 4) -> dict:
+    """{operator: [calls, self host us]} over `steps` steps under torch.profiler (CPU)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for b in batches[:steps]:
+            t.train(net, [b], device, autocast_dtype=torch.bfloat16, optimizer=opt)
+    return {e.key: [e.count, e.self_cpu_time_total] for e in prof.key_averages()}
 
 
 def _phased_step(t, net, opt, tokens, device: str) -> tuple[float, dict]:
@@ -90,8 +103,8 @@ def _start(args, device: str, autoload: str, cpus: list[int]) -> subprocess.Pope
                             preexec_fn=lambda: os.sched_setaffinity(0, cpus))
 
 
-def _step(p: subprocess.Popen) -> dict:
-    p.stdin.write("step\n")
+def _step(p: subprocess.Popen, command: str = "step") -> dict:
+    p.stdin.write(command + "\n")
     p.stdin.flush()
     line = p.stdout.readline()
     if not line:
@@ -110,6 +123,13 @@ def run_pair(args, ref: str, dev: str, cpus: list[int]) -> dict:
             order = (ref, dev) if i % 2 == 0 else (dev, ref)
             for d in order:
                 steps[d].append(_step(procs[d]))
+        ops = {ref: {}, dev: {}}
+        for i in range(args.profile_rounds):  # 4 profiled steps a side per round, in turn
+            for d in ((ref, dev) if i % 2 == 0 else (dev, ref)):
+                for op, (calls, us) in _step(procs[d], "profile").items():
+                    total = ops[d].setdefault(op, [0, 0.0])
+                    total[0] += calls
+                    total[1] += us
     finally:
         for p in procs.values():
             p.stdin.close()
@@ -123,7 +143,7 @@ def run_pair(args, ref: str, dev: str, cpus: list[int]) -> dict:
                   "median_pair_ratio": statistics.median(y["phases"][n] / x["phases"][n]
                                                          for x, y in zip(a, b))}
               for n in (a[0]["phases"] if a else {})}
-    return {"phases": phases, "ref_ms": statistics.median(x["ms"] for x in a),
+    return {"phases": phases, "ops": ops, "ref_ms": statistics.median(x["ms"] for x in a),
             "dev_ms": statistics.median(y["ms"] for y in b),
             "ref_cpu_ms": statistics.median(x["cpu"] for x in a),
             "dev_cpu_ms": statistics.median(y["cpu"] for y in b),
@@ -148,12 +168,16 @@ def main() -> int:
                     "process's, past the first two where it has four or more)")
     ap.add_argument("--phases", action="store_true", help="also time the step's phases "
                     "(forward, backward, optimizer, item: host time, median pair ratio each)")
+    ap.add_argument("--profile-rounds", type=int, default=0, help="after the timed pairs, "
+                    "this many rounds of 4 steps a side under torch.profiler, in turn; printed: "
+                    "the operators whose self host time differs most over all of them")
     ap.add_argument("--json")
     args = ap.parse_args()
     if args.device:
         return worker(args)
-    if args.processes < 1 or args.pairs < 1 or args.warmup < 0:
-        ap.error("--processes and --pairs must be at least 1, --warmup at least 0")
+    if args.processes < 1 or args.pairs < 1 or args.warmup < 0 or args.profile_rounds < 0:
+        ap.error("--processes and --pairs must be at least 1, --warmup and --profile-rounds "
+                 "at least 0")
     pkg = __import__(args.package)
     ref, dev = _testing_module(args.package).reference_device(), pkg.DEVICE
     mine = sorted(os.sched_getaffinity(0))
@@ -182,6 +206,17 @@ def main() -> int:
           f"median of the worker pairs' {summary['median_of_worker_medians']:.3f} "
           f"(from {min(per_workers):.3f} to {max(per_workers):.3f}); losses' largest "
           f"relative gap {summary['max_rel_loss_gap']:.1e}")
+    if args.profile_rounds:
+        ops = {ref: {}, dev: {}}
+        for r in results:
+            for d in (ref, dev):
+                for op, (calls, us) in r["ops"][d].items():
+                    total = ops[d].setdefault(op, [0, 0.0])
+                    total[0] += calls
+                    total[1] += us
+        steps = 4 * args.profile_rounds * len(results)
+        _diff_table(f"profiled, {steps} steps a side: operator", ops[ref], ops[dev], ref, dev,
+                    30)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump({"summary": summary, "workers": results}, fh, indent=1)
