@@ -12,6 +12,10 @@ same operators on the reference device (torch.cuda for the cuda package), in one
   layer_norm   F.layer_norm of a 16 x 512 tensor with weight and bias (tuple results)
   mm 64        torch.mm of two 64 x 64 tensors
 
+With --cold-mb N each call is timed alone, after the host's caches were filled with N MB of
+other data (outside the timed region): what a call costs in a training step, where the other
+operators' work runs between two calls of one, rather than in a loop of the same call.
+
 A round times --calls back-to-back calls on each device in turn (host time per call, the
 device synchronised before and after, outside the timed region); the figures are medians over
 --repeat rounds, and "added" is the median of the per-round differences plugin - native (the
@@ -27,6 +31,7 @@ import importlib
 import json
 import statistics
 import sys
+import time
 
 import torch
 
@@ -57,20 +62,39 @@ def cases(device: str) -> dict:
     }
 
 
-def measure(package: str, calls: int, repeat: int) -> dict:
+def cold_us_per_call(fn, calls: int, synchronize, scratch) -> float:
+    """Median host time of `calls` calls each made after touching `scratch` (caches cold)."""
+    times = []
+    synchronize()
+    for _ in range(calls):
+        scratch.add_(1)
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    synchronize()
+    return statistics.median(times) * 1e6
+
+
+def measure(package: str, calls: int, repeat: int, cold_mb: int = 0) -> dict:
     pkg = importlib.import_module(package)
     importlib.import_module(f"{package}.testing")
     devices = {"native": pkg.testing.reference_device(), "plugin": pkg.DEVICE}
     fns = {k: cases(d) for k, d in devices.items()}
     syncs = {k: synchronizer(torch.device(d)) for k, d in devices.items()}
     samples: dict = {(c, k): [] for c in fns["plugin"] for k in devices}
+    if cold_mb:
+        torch.set_num_threads(1)  # the calling thread's own caches are the ones filled
+        scratch = torch.zeros(cold_mb * 2**18)  # float32: cold_mb MB
+        timer = lambda fn, sync: cold_us_per_call(fn, calls, sync, scratch)
+    else:
+        timer = lambda fn, sync: host_us_per_call(fn, calls, sync)
     for c in fns["plugin"]:  # warm-up: allocator caches, kernels loaded
         for k in devices:
-            host_us_per_call(fns[k][c], calls, syncs[k])
+            timer(fns[k][c], syncs[k])
     for _ in range(repeat):
         for c in fns["plugin"]:
             for k in devices:
-                samples[(c, k)].append(host_us_per_call(fns[k][c], calls, syncs[k]))
+                samples[(c, k)].append(timer(fns[k][c], syncs[k]))
     rows = {}
     for c in fns["plugin"]:
         ns, ps = samples[(c, "native")], samples[(c, "plugin")]
@@ -80,7 +104,7 @@ def measure(package: str, calls: int, repeat: int) -> dict:
                    "added_us": statistics.median(p - n for n, p in zip(ns, ps)),
                    "ratio": plugin / native, "native_samples": ns, "plugin_samples": ps}
     return {"package": package, "devices": devices, "torch": torch.__version__,
-            "calls": calls, "repeat": repeat, "rows": rows}
+            "calls": calls, "repeat": repeat, "cold_mb": cold_mb, "rows": rows}
 
 
 def main() -> int:
@@ -88,11 +112,17 @@ def main() -> int:
     ap.add_argument("--package", default="torch_nvgpu", help="the generated package")
     ap.add_argument("--calls", type=int, default=1000, help="calls per timed round")
     ap.add_argument("--repeat", type=int, default=31, help="rounds per device (median)")
+    ap.add_argument("--cold-mb", type=int, default=0, help="time each call alone after "
+                    "touching this many MB (caches cold); 0: back-to-back calls")
     ap.add_argument("--json", help="also write the figures here")
     args = ap.parse_args()
-    result = measure(args.package, args.calls, args.repeat)
+    if args.calls < 1 or args.repeat < 1 or args.cold_mb < 0:
+        ap.error("--calls and --repeat must be at least 1, --cold-mb at least 0")
+    result = measure(args.package, args.calls, args.repeat, args.cold_mb)
     d = result["devices"]
-    print(f"host us per call, median of {args.repeat} rounds of {args.calls} calls "
+    how = (f"each call after touching {args.cold_mb} MB (median of the calls)" if args.cold_mb
+           else f"{args.calls} calls")
+    print(f"host us per call, median of {args.repeat} rounds of {how} "
           f"({d['plugin']} vs {d['native']}, torch {result['torch']})")
     print(f"{'op':<14}{d['native'] + ' us':>12}{d['plugin'] + ' us':>12}{'added us':>10}"
           f"{'ratio':>8}{'min ' + d['native']:>12}{'min ' + d['plugin']:>12}")

@@ -3,7 +3,8 @@
 # the cuda package and build it there, then the steps named (default: all, in this order):
 #   build      tdev scaffold --vendor cuda; pip install (CXX=/usr/bin/g++, see docs/scaffold.md)
 #   tests      the generated tests, vendor routes only (FlagGems not importable)
-#   overhead   benchmarks/bench_route_overhead.py
+#   overhead   benchmarks/bench_route_overhead.py (OVERHEAD_ARGS: more arguments, e.g.
+#              "--cold-mb 8 --calls 200 --repeat 9": each call timed with the caches cold)
 #   tune       benchmarks/bench_route_tune.py: tdev route tune on the shipped shapes + check
 #   flaggems-cost  benchmarks/bench_route_flaggems.py: FlagGems direct vs through the route
 #   train      benchmarks/bench_route_train.py with the routes `tune` wrote (TRAIN_ARGS: more
@@ -60,7 +61,7 @@ step() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
   if step overhead; then
     log "overhead"
     timeout 120 python3 "$REPO/benchmarks/bench_route_overhead.py" --package torch_nvgpu \
-      --json "$OUT/overhead.json"
+      ${OVERHEAD_ARGS:-} --json "$OUT/overhead.json"
   fi
   if step tune; then
     log "tdev route tune (shipped shapes) and its check"
