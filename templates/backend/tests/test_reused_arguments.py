@@ -12,7 +12,7 @@ from conftest import DEVICE, pkg
 
 ROUTED = ("mul_.Tensor", "masked_fill_.Scalar", "cat", "_foreach_mul_.Scalar",
           "_foreach_addcmul_.Scalar", "mul.Tensor", "add.Tensor", "native_layer_norm",
-          "_foreach_sqrt")
+          "_foreach_sqrt", "view_as_complex")
 
 
 @pytest.fixture(autouse=True)
@@ -123,3 +123,26 @@ def test_new_results_are_the_devices_own_tensors():
     torch.testing.assert_close(grown[1][:24].cpu(), grown[0][:24])
     grown[1][24:].fill_(5.0)
     assert grown[1][24:].cpu().eq(5.0).all()
+
+
+def test_tensors_presented_in_inference_mode_serve_grad_mode():
+    """A presented tensor built under torch.inference_mode has no autograd keys: outside it,
+    the vendor's views (view_as_complex) and results must still be normal tensors."""
+    cpus = [torch.randn(6, 2) for _ in range(50)]
+    devs = [c.to(DEVICE) for c in cpus]
+    with torch.inference_mode():
+        for d in devs:
+            torch.mul(d, 2)
+        for c in cpus:  # new tensors, presented in inference mode, then freed
+            torch.mul(c.to(DEVICE), 3)
+    for c, d in zip(cpus, devs):
+        z = torch.view_as_complex(d)
+        assert not z.is_inference()
+        torch.testing.assert_close(z.cpu(), torch.view_as_complex(c))
+    for c in cpus:  # new tensors again: the slots built in inference mode are not re-pointed
+        assert not torch.view_as_complex(c.to(DEVICE)).is_inference()
+    leaf = devs[0].clone().requires_grad_()
+    torch.view_as_complex(leaf).abs().sum().backward()
+    ref = cpus[0].clone().requires_grad_()
+    torch.view_as_complex(ref).abs().sum().backward()
+    torch.testing.assert_close(leaf.grad.cpu(), ref.grad)
