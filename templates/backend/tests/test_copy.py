@@ -23,6 +23,22 @@ def test_device_to_device_copy():
     assert torch.equal(d.clone().cpu(), x)
 
 
+def test_conjugate_and_negative_views_copy_both_ways():
+    """x.conj() and torch._neg_view(x) are views with a bit, not new values: copies out of them
+    and into them give the values they stand for."""
+    x = torch.randn(5, dtype=torch.complex64)
+    d = x.to(DEVICE)
+    assert torch.equal(d.conj().cpu(), x.conj())
+    assert torch.equal(torch._neg_view(d).cpu(), torch._neg_view(x))
+    assert torch.equal(d.conj().clone().cpu(), x.conj())
+    into = torch.zeros(5, dtype=torch.complex64, device=DEVICE)
+    into.conj().copy_(x)  # writes the stored values conj(x)
+    assert torch.equal(into.cpu(), x.conj())
+    into = torch.zeros(5, dtype=torch.complex64, device=DEVICE)
+    torch._neg_view(into).copy_(d)
+    assert torch.equal(into.cpu(), -x)
+
+
 def test_strided_views_copy_both_ways():
     x = torch.arange(24.0).reshape(4, 6)
     d = x.to(DEVICE)

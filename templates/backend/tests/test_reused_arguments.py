@@ -12,7 +12,7 @@ from conftest import DEVICE, pkg
 
 ROUTED = ("mul_.Tensor", "masked_fill_.Scalar", "cat", "_foreach_mul_.Scalar",
           "_foreach_addcmul_.Scalar", "mul.Tensor", "add.Tensor", "native_layer_norm",
-          "_foreach_sqrt", "view_as_complex")
+          "_foreach_sqrt", "view_as_complex", "mm")
 
 
 @pytest.fixture(autouse=True)
@@ -146,3 +146,14 @@ def test_tensors_presented_in_inference_mode_serve_grad_mode():
     ref = cpus[0].clone().requires_grad_()
     torch.view_as_complex(ref).abs().sum().backward()
     torch.testing.assert_close(leaf.grad.cpu(), ref.grad)
+
+
+def test_conjugate_views_reach_the_vendor_kernels_as_they_are():
+    """A conjugate view (a bit on the tensor, not new values) is presented with its bit, and a
+    presented tensor with or without one is not reused for the other."""
+    a, b = (torch.randn(3, 3, dtype=torch.complex64) for _ in range(2))
+    da, db = a.to(DEVICE), b.to(DEVICE)
+    for _ in range(2):
+        torch.testing.assert_close(torch.mm(da.conj(), db).cpu(), torch.mm(a.conj(), b))
+        torch.testing.assert_close(torch.mm(da, db).cpu(), torch.mm(a, b))
+        torch.testing.assert_close(torch.add(da.conj(), db).cpu(), torch.add(a.conj(), b))
