@@ -27,6 +27,8 @@ import time
 
 from bench_route_profile import _diff_table, _testing_module
 
+PROFILED_STEPS = 4  # steps a side per --profile-rounds round
+
 
 def worker(args) -> int:
     """Steps on `args.device` for each line read; answers with the step's wall/CPU ms and loss."""
@@ -53,12 +55,12 @@ def worker(args) -> int:
     return 0
 
 
-def _profiled_steps(t, net, opt, batches, device: str, steps: int = 4) -> dict:
-    """{operator: [calls, self host us]} over `steps` steps under torch.profiler (CPU)."""
+def _profiled_steps(t, net, opt, batches, device: str) -> dict:
+    """{operator: [calls, self host us]} over PROFILED_STEPS steps under torch.profiler (CPU)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CPU]) as prof:
-        for b in batches[:steps]:
+        for b in batches[:PROFILED_STEPS]:
             t.train(net, [b], device, autocast_dtype=torch.bfloat16, optimizer=opt)
     return {e.key: [e.count, e.self_cpu_time_total] for e in prof.key_averages()}
 
@@ -84,6 +86,14 @@ def _phased_step(t, net, opt, tokens, device: str) -> tuple[float, dict]:
     marks.append(time.perf_counter())
     names = ("forward", "backward", "optimizer", "item")
     return value, {n: (b - a) * 1e3 for n, a, b in zip(names, marks, marks[1:])}
+
+
+def _add_ops(total: dict, ops: dict) -> None:
+    """Adds {operator: [calls, us]} `ops` into `total`."""
+    for op, (calls, us) in ops.items():
+        t = total.setdefault(op, [0, 0.0])
+        t[0] += calls
+        t[1] += us
 
 
 def _corr(xs: list[float], ys: list[float]) -> float:
@@ -124,12 +134,9 @@ def run_pair(args, ref: str, dev: str, cpus: list[int]) -> dict:
             for d in order:
                 steps[d].append(_step(procs[d]))
         ops = {ref: {}, dev: {}}
-        for i in range(args.profile_rounds):  # 4 profiled steps a side per round, in turn
+        for i in range(args.profile_rounds):  # PROFILED_STEPS a side per round, in turn
             for d in ((ref, dev) if i % 2 == 0 else (dev, ref)):
-                for op, (calls, us) in _step(procs[d], "profile").items():
-                    total = ops[d].setdefault(op, [0, 0.0])
-                    total[0] += calls
-                    total[1] += us
+                _add_ops(ops[d], _step(procs[d], "profile"))
     finally:
         for p in procs.values():
             p.stdin.close()
@@ -169,8 +176,8 @@ def main() -> int:
     ap.add_argument("--phases", action="store_true", help="also time the step's phases "
                     "(forward, backward, optimizer, item: host time, median pair ratio each)")
     ap.add_argument("--profile-rounds", type=int, default=0, help="after the timed pairs, "
-                    "this many rounds of 4 steps a side under torch.profiler, in turn; printed: "
-                    "the operators whose self host time differs most over all of them")
+                    f"this many rounds of {PROFILED_STEPS} steps a side under torch.profiler, "
+                    "in turn; printed: the operators whose self host time differs most")
     ap.add_argument("--json")
     args = ap.parse_args()
     if args.device:
@@ -210,11 +217,8 @@ def main() -> int:
         ops = {ref: {}, dev: {}}
         for r in results:
             for d in (ref, dev):
-                for op, (calls, us) in r["ops"][d].items():
-                    total = ops[d].setdefault(op, [0, 0.0])
-                    total[0] += calls
-                    total[1] += us
-        steps = 4 * args.profile_rounds * len(results)
+                _add_ops(ops[d], r["ops"][d])
+        steps = PROFILED_STEPS * args.profile_rounds * len(results)
         _diff_table(f"profiled, {steps} steps a side: operator", ops[ref], ops[dev], ref, dev,
                     30)
     if args.json:
