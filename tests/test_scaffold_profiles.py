@@ -47,7 +47,7 @@ def test_unboxed_operators_exist_and_return_what_the_unboxed_kernels_handle():
     checked = 0
     for vendor in available_vendors():
         vk = load_profile(vendor).vendor_kernels
-        for op in (vk.unboxed if vk else ()):
+        for op in (vk.unboxed + vk.direct if vk else ()):
             name, _, overload = op.partition(".")
             schema = getattr(getattr(torch.ops.aten, name), overload or "default")._schema
             rets = [str(r.type) for r in schema.returns]
@@ -140,6 +140,10 @@ BAD = [
     ("vendor_kernels.fallback", "gpu", "vendor_kernels.fallback", "expected one of cpu, vendor"),
     ("vendor_kernels.unboxed", ["mm", "mm>(x); evil(<"], "vendor_kernels.unboxed[1]",
      "not an operator name"),
+    ("vendor_kernels.direct", ["_foreach_sqrt"], "vendor_kernels.direct",
+     "direct kernels need pointer: device"),
+    ("vendor_kernels.direct", ["mm"], "vendor_kernels.direct", "mm listed in unboxed too"),
+    ("vendor_kernels.direct", ["x y"], "vendor_kernels.direct[0]", "not an operator name"),
     ("amp.lower_precision_fp", ["mm", "mm\"); system(\""], "amp.lower_precision_fp[1]",
      "not an operator name"),
     ("routing", {"mm": "gpu"}, "routing.mm", "expected one of flaggems, vendor, cpu"),

@@ -61,6 +61,34 @@ def test_copies_convert_dtypes():
     assert torch.equal(d.half().cpu(), x.half())
 
 
+FLOATS = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
+
+
+@pytest.mark.parametrize("src, dst", [(a, b) for a in FLOATS for b in FLOATS if a != b],
+                         ids=lambda d: str(d).split(".")[-1])
+def test_casts_on_the_device_round_like_the_cpu(src, dst):
+    """Casts between floating dtypes (autocast's, and its gradients' way back) give the CPU's
+    bits: round to nearest even (ties included), overflow to infinity, signed zeros, tiny values,
+    in each layout: contiguous, dense but transposed, a strided view, into another layout."""
+    special = [0.0, -0.0, float("inf"), -float("inf"), 1e-40, -3e-39, 65504.0, 65520.0, 7e4,
+               3.4e38, 1 + 2 ** -8, 1 + 3 * 2 ** -8, 1 + 2 ** -11, 1 + 3 * 2 ** -11, -(1 + 2 ** -8)]
+    x = torch.cat([torch.randn(1000, generator=torch.Generator().manual_seed(0)) * 100,
+                   torch.tensor(special * 3)]).to(src)[:1040]
+    layouts = {"contiguous": lambda t: t.reshape(26, 40),
+               "transposed": lambda t: t.reshape(26, 40).t(),
+               "strided view": lambda t: t.reshape(26, 40)[:, ::3]}
+    d = x.to(DEVICE)
+    for name, layout in layouts.items():
+        want = layout(x).to(dst)
+        got = layout(d).to(dst)
+        assert got.dtype == dst and got.stride() == want.stride(), name
+        assert torch.equal(got.cpu(), want), name
+        shape = tuple(reversed(want.shape))  # into a column-major tensor
+        into = torch.zeros(shape, dtype=dst, device=DEVICE).t().copy_(layout(d))
+        expect = torch.zeros(shape, dtype=dst).t().copy_(layout(x))
+        assert torch.equal(into.cpu(), expect), name
+
+
 def test_copies_between_devices(two_devices):
     x = torch.randn(100)
     d0 = x.to(f"{DEVICE}:0")

@@ -86,6 +86,33 @@ def test_operator_equals_the_reference_device(name):
     assert_same(out, fn(*[x.to(REF) for x in inputs]))
 
 
+@pytest.mark.parametrize("case", ["affine", "no affine", "strided input"])
+def test_layer_norm_and_embedding_gradients_equal_the_reference_device(case):
+    """Their backward kernels (layer norm's, embedding's with a padding index and counts) on the
+    device, against the CPU's (a backward on torch.cuda fails in a process where a PrivateUse1
+    backend is registered: pytorch/pytorch#161129)."""
+    g = torch.Generator().manual_seed(3)
+    x, w, b = torch.randn(6, 10, 24, generator=g), torch.randn(24, generator=g), torch.randn(24, generator=g)
+    table, ids = torch.randn(30, 24, generator=g), torch.randint(0, 30, (6, 10), generator=g)
+    grads = {}
+    for dev in (DEVICE, "cpu"):
+        leaves = [t.to(dev).requires_grad_() for t in (x, w, b, table)]
+        xs, ws, bs, emb = leaves
+        embedded = F.embedding(ids.to(dev), emb, padding_idx=2, scale_grad_by_freq=True)
+        if case == "strided input":  # layer norm makes it contiguous first
+            xs, embedded = xs.transpose(0, 1), embedded.transpose(0, 1)
+        affine = () if case == "no affine" else (ws, bs)
+        y = F.layer_norm(xs, (24,), *affine) + embedded
+        (y * y).sum().backward()
+        grads[dev] = [t.grad for t in leaves]
+    for i, (d, r) in enumerate(zip(grads[DEVICE], grads["cpu"])):
+        if r is None:
+            assert d is None, i
+            continue
+        assert d.device.type == torch.device(DEVICE).type, i
+        torch.testing.assert_close(d.cpu(), r.cpu(), **TOL[torch.float32], msg=f"gradient {i}")
+
+
 def test_at_least_thirty_operators_are_compared():
     assert len(OPS) >= 30
 

@@ -97,6 +97,9 @@ class VendorKernels:
     # unlisted operators: cpu (the boxed CPU fallback) | vendor (boxing)
     fallback: Literal["cpu", "vendor"] = "cpu"
     unboxed: tuple[str, ...] = ()  # operators whose vendor route skips the boxed stack
+    # unboxed too, and the vendor kernel takes the device's tensors as they are (nothing
+    # presented): kernels that read only data pointers, sizes, strides and dtypes
+    direct: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -303,6 +306,14 @@ def _vendor_kernels(doc: Document, vk: VendorKernels | None,
     if vk is None:
         return None
     _each(doc, ("vendor_kernels", "unboxed"), vk.unboxed, v.op_name)
+    _each(doc, ("vendor_kernels", "direct"), vk.direct, v.op_name)
+    both = sorted(set(vk.unboxed) & set(vk.direct))
+    if both:
+        doc.fail(("vendor_kernels", "direct"), f"{', '.join(both)} listed in unboxed too "
+                 "(a direct kernel is unboxed: list it once)")
+    if vk.direct and vk.pointer != "device":
+        doc.fail(("vendor_kernels", "direct"), "direct kernels need pointer: device (the "
+                 "vendor's kernels read this device's data pointers as they are)")
     if vk.pointer == "host_alias" and "host_alias" not in runtime.calls:
         doc.fail(("vendor_kernels", "pointer"), "host_alias needs runtime.calls.host_alias")
     if vk.outputs == "adopt" and vk.pointer != "device":
