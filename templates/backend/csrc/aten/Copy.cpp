@@ -4,6 +4,7 @@
 // vendor's copy kernel where it runs on the device (Boxing.cpp: vendor_copy); other copies go
 // through a host buffer, where torch's CPU copy does the conversion.
 #include <ATen/EmptyTensor.h>
+#include <ATen/ops/from_blob.h>
 #include <c10/util/Exception.h>
 
 #include "aten/Aten.h"
@@ -125,8 +126,17 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   return dst;
 }
 
+// item(): the element copied in stream order into a pinned block of the host allocator (the
+// copy goes straight there, as torch.cuda's item() does), no host tensor of the device's layout.
 at::Scalar local_scalar_dense(const at::Tensor& self) {
-  return to_host(self).item();
+  const std::size_t bytes = self.itemsize();
+  const c10::DataPtr host = host_allocator()->allocate(bytes);
+  DeviceScope scope(self.device().index());
+  const hal::Stream stream = native_stream(current_stream(self.device().index()));
+  hal::memcpy_async(host.get(), bytes, first_byte(self), bytes, hal::CopyKind::DeviceToHost,
+                    stream);
+  hal::stream_synchronize(stream);
+  return at::from_blob(host.get(), {}, self.options().device(c10::kCPU)).item();
 }
 
 }  // namespace BACKEND_NS
