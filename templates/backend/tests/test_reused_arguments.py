@@ -95,7 +95,7 @@ def test_the_same_tensor_twice_in_one_call():
                                torch.cat([cpu, cpu, cpu.flip(0)]))
 
 
-def test_more_new_tensors_than_slots_each_computed_on_its_own():
+def test_more_new_tensors_than_presented_ones_each_computed_on_its_own():
     """Activations are new at every call: thousands of tensors of other sizes and dtypes pass
     through one thread's presented tensors (each re-pointed in place or built anew)."""
     dtypes = (torch.float32, torch.float64, torch.int64)
@@ -139,7 +139,7 @@ def test_tensors_presented_in_inference_mode_serve_grad_mode():
         z = torch.view_as_complex(d)
         assert not z.is_inference()
         torch.testing.assert_close(z.cpu(), torch.view_as_complex(c))
-    for c in cpus:  # new tensors again: the slots built in inference mode are not re-pointed
+    for c in cpus:  # new tensors again: presented tensors built in inference mode are not re-pointed
         assert not torch.view_as_complex(c.to(DEVICE)).is_inference()
     leaf = devs[0].clone().requires_grad_()
     torch.view_as_complex(leaf).abs().sum().backward()
