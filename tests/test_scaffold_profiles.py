@@ -61,6 +61,28 @@ def test_unboxed_operators_exist_and_return_what_the_unboxed_kernels_handle():
     assert checked >= 30  # cuda's list: AdamW's foreach kernels, layer norm, the loss, ...
 
 
+def test_presized_operators_name_their_out_overloads():
+    """vendor_kernels.presized maps an operator returning one Tensor to its out= overload: the
+    same arguments, then the one out argument (Unboxed.cpp passes the device's result there)."""
+    import torch
+    checked = 0
+    for vendor in available_vendors():
+        vk = load_profile(vendor).vendor_kernels
+        for op, out in (vk.presized.items() if vk else ()):
+            schemas = []
+            for name in (op, out):
+                base, _, overload = name.partition(".")
+                schemas.append(getattr(getattr(torch.ops.aten, base), overload or "default")._schema)
+            functional, out_schema = schemas
+            assert [str(r.type) for r in functional.returns] == ["Tensor"], op
+            outs = [a for a in out_schema.arguments if a.is_out]
+            assert len(outs) == 1, out
+            assert [a.name for a in out_schema.arguments if not a.is_out] == \
+                [a.name for a in functional.arguments], (op, out)
+            checked += 1
+    assert checked >= 6  # cuda's and sim's matmuls
+
+
 def test_defaults_are_merged_under_each_profile():
     sim, cuda = load_profile("sim"), load_profile("cuda")
     assert sim.amp.dtype == "bfloat16" and cuda.amp.dtype == "float16"  # sim overrides
@@ -142,8 +164,12 @@ BAD = [
      "not an operator name"),
     ("vendor_kernels.direct", ["_foreach_sqrt"], "vendor_kernels.direct",
      "direct kernels need pointer: device"),
-    ("vendor_kernels.direct", ["mm"], "vendor_kernels.direct", "mm listed in unboxed too"),
+    ("vendor_kernels.direct", ["cat"], "vendor_kernels.direct", "cat listed in unboxed too"),
     ("vendor_kernels.direct", ["x y"], "vendor_kernels.direct[0]", "not an operator name"),
+    ("vendor_kernels.presized", {"cat": "cat.out"}, "vendor_kernels.presized",
+     "cat listed in unboxed too"),
+    ("vendor_kernels.presized", {"bmm": "bmm.out; x"}, "vendor_kernels.presized.bmm[0]",
+     "not an operator name"),
     ("amp.lower_precision_fp", ["mm", "mm\"); system(\""], "amp.lower_precision_fp[1]",
      "not an operator name"),
     ("routing", {"mm": "gpu"}, "routing.mm", "expected one of flaggems, vendor, cpu"),

@@ -86,6 +86,26 @@ def test_operator_equals_the_reference_device(name):
     assert_same(out, fn(*[x.to(REF) for x in inputs]))
 
 
+def test_matmul_results_are_the_devices_own_and_shapes_are_checked():
+    """mm, bmm and addmm (their results sized on the device where the profile presizes them):
+    transposed operands, a broadcast bias, results in device memory that grow through the
+    device's allocator, and a shape mismatch refused as on the CPU."""
+    g = torch.Generator().manual_seed(5)
+    a, b, c = (torch.randn(s, generator=g) for s in ((7, 5), (6, 5), (6,)))
+    x, y = torch.randn(3, 7, 5, generator=g), torch.randn(3, 6, 5, generator=g)
+    cases = {"mm": lambda a, b, c, x, y: a @ b.t(), "bmm": lambda a, b, c, x, y: x @ y.transpose(1, 2),
+             "addmm": lambda a, b, c, x, y: torch.addmm(c, a, b.t(), beta=0.5, alpha=2.0)}
+    for name, fn in cases.items():
+        want = fn(a, b, c, x, y)
+        got = fn(*(t.to(DEVICE) for t in (a, b, c, x, y)))
+        assert got.untyped_storage().device == got.device and got.device.type == torch.device(DEVICE).type
+        torch.testing.assert_close(got.cpu(), want, **TOL[torch.float32], msg=name)
+        grown = got.resize_(want.numel() + 16)  # a result the device's allocator can regrow
+        torch.testing.assert_close(grown[:want.numel()].cpu(), want.flatten(), **TOL[torch.float32])
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        a.to(DEVICE) @ b.to(DEVICE)
+
+
 @pytest.mark.parametrize("case", ["affine", "no affine", "strided input"])
 def test_layer_norm_and_embedding_gradients_equal_the_reference_device(case):
     """Their backward kernels (layer norm's, embedding's with a padding index and counts) on the

@@ -100,6 +100,9 @@ class VendorKernels:
     # unboxed too, and the vendor kernel takes the device's tensors as they are (nothing
     # presented): kernels that read only data pointers, sizes, strides and dtypes
     direct: tuple[str, ...] = ()
+    # operator -> its out= overload: the device allocates the result (sized by the structured
+    # operator's meta function) and the vendor's out= kernel fills it; unboxed too
+    presized: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -307,10 +310,14 @@ def _vendor_kernels(doc: Document, vk: VendorKernels | None,
         return None
     _each(doc, ("vendor_kernels", "unboxed"), vk.unboxed, v.op_name)
     _each(doc, ("vendor_kernels", "direct"), vk.direct, v.op_name)
-    both = sorted(set(vk.unboxed) & set(vk.direct))
-    if both:
-        doc.fail(("vendor_kernels", "direct"), f"{', '.join(both)} listed in unboxed too "
-                 "(a direct kernel is unboxed: list it once)")
+    _each(doc, ("vendor_kernels", "presized"), list(vk.presized), v.op_name, by_key=True)
+    for op, out in vk.presized.items():
+        _each(doc, ("vendor_kernels", "presized", op), [out], v.op_name)
+    for key, ops in (("direct", vk.direct), ("presized", list(vk.presized))):
+        both = sorted(set(vk.unboxed) & set(ops))
+        if both:
+            doc.fail(("vendor_kernels", key), f"{', '.join(both)} listed in unboxed too "
+                     f"(a {key} kernel is unboxed: list it once)")
     if vk.direct and vk.pointer != "device":
         doc.fail(("vendor_kernels", "direct"), "direct kernels need pointer: device (the "
                  "vendor's kernels read this device's data pointers as they are)")
