@@ -164,7 +164,8 @@ def test_two_vendors_differ_only_where_their_profiles_do(tmp_path):
     only the HAL, the SDK lookup, the declared API header, the
     vendor name and description, the default routes, the collective library, what the
     profiles' vendor_kernels say differently (cuda: unlisted operators go to the vendor, hot ones
-    unboxed) and cuda's device_count_probe (the HAL, _config.py) differ;
+    unboxed, direct or presized, casts through the direct _foreach_copy_) and cuda's
+    device_count_probe (the HAL, _config.py) differ;
     every other file is byte for byte the same."""
     a = scaffold("metax", out=tmp_path / "a", name="torch_x", device="xdev")
     b = scaffold("cuda", out=tmp_path / "b", name="torch_x", device="xdev")
@@ -173,7 +174,8 @@ def test_two_vendors_differ_only_where_their_profiles_do(tmp_path):
     assert files_a == [f for f in b.files if not f.startswith(api)]
     differ = [f for f in files_a if (a.out / f).read_bytes() != (b.out / f).read_bytes()]
     # the collective library (MCCL vs NCCL): its calls, and its name in comments and messages
-    assert differ == ["README.md", "csrc/aten/Fallback.cpp", "csrc/aten/Unboxed.cpp",
+    assert differ == ["README.md", "csrc/aten/Boxing.cpp", "csrc/aten/Fallback.cpp",
+                      "csrc/aten/Unboxed.cpp",
                       "csrc/distributed/Collectives.cpp", "csrc/distributed/Collectives.h",
                       "csrc/runtime/HAL.cpp", "pyproject.toml",
                       "setup.py", "torch_x/__init__.py", "torch_x/_config.py", "torch_x/backends.conf",
