@@ -313,10 +313,13 @@ def _vendor_kernels(doc: Document, vk: VendorKernels | None,
     _each(doc, ("vendor_kernels", "presized"), list(vk.presized), v.op_name, by_key=True)
     for op, out in vk.presized.items():
         _each(doc, ("vendor_kernels", "presized", op), [out], v.op_name)
-    for key, ops in (("direct", vk.direct), ("presized", list(vk.presized))):
-        both = sorted(set(vk.unboxed) & set(ops))
+    # each operator in one list: unboxed, direct or presized (the last two are unboxed too)
+    for key, ops, earlier in (("direct", vk.direct, "unboxed"),
+                              ("presized", list(vk.presized), "unboxed"),
+                              ("presized", list(vk.presized), "direct")):
+        both = sorted(set(getattr(vk, earlier)) & set(ops))
         if both:
-            doc.fail(("vendor_kernels", key), f"{', '.join(both)} listed in unboxed too "
+            doc.fail(("vendor_kernels", key), f"{', '.join(both)} listed in {earlier} too "
                      f"(a {key} kernel is unboxed: list it once)")
     if vk.direct and vk.pointer != "device":
         doc.fail(("vendor_kernels", "direct"), "direct kernels need pointer: device (the "
