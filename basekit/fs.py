@@ -4,11 +4,13 @@
   directory and is renamed over the path, so a reader (or a run after a kill) sees the old
   content or the new, never a part. Temporaries are named ``.NAME.PID.RANDOM.tdev-tmp``: the next
   write of the same path removes those whose process is gone (:func:`sweep_temps`).
-* :func:`replace_tree`: a directory is built beside its target (``.NAME.tdev-new``) and swapped
-  in: ``renameat2(RENAME_EXCHANGE)`` where Linux has it (the target never disappears), else two
-  renames through ``.NAME.tdev-old``. :func:`recover_tree` (run first by every replace) finishes
-  or undoes a replacement a kill interrupted. Callers that may run concurrently hold
-  :func:`dir_lock` on the target's parent.
+* :func:`replace_tree`: a directory is built in a work directory beside its target
+  (``.NAME.tdev-new/tree``, with an ``owner`` record naming the target) and swapped in:
+  ``renameat2(RENAME_EXCHANGE)`` where Linux has it (the target never disappears), else two
+  renames through ``.NAME.tdev-new/old``. :func:`recover_tree` (run first by every replace)
+  finishes or undoes a replacement a kill interrupted, and touches nothing it cannot prove it
+  made: a link or a directory without the record at that name is refused, not followed.
+  Callers that may run concurrently hold :func:`dir_lock` on the target's parent.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import errno
 import fcntl
 import os
 import shutil
+import signal
 import stat
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
@@ -25,7 +28,6 @@ from basekit.errors import InputError
 
 TEMP_SUFFIX = ".tdev-tmp"
 STAGED_SUFFIX = ".tdev-new"
-ASIDE_SUFFIX = ".tdev-old"
 
 
 class PathEscapeError(InputError):
@@ -147,10 +149,66 @@ def _keep_owner(fd: int, path: str) -> None:
 
 # --- trees -----------------------------------------------------------------------------------
 
-def tree_slots(target: Path) -> tuple[Path, Path]:
-    """(the staging directory, the aside directory) of ``target``: its siblings."""
-    return (target.parent / f".{target.name}{STAGED_SUFFIX}",
-            target.parent / f".{target.name}{ASIDE_SUFFIX}")
+OWNER_NAME = "owner"  # in a work directory: which target it serves (written first, removed last)
+NEW_TREE, OLD_TREE = "tree", "old"  # in a work directory: the staged tree, the aside tree
+_OWNER_MAX = 1 << 16
+
+
+def tree_slots(target: Path) -> tuple[Path]:
+    """The sibling of ``target`` a replacement works in (``.NAME.tdev-new``): the staged tree
+    is built in its ``tree``, the previous tree goes to its ``old`` (two renames only)."""
+    return (target.parent / f".{target.name}{STAGED_SUFFIX}",)
+
+
+def _owner_record(target: Path) -> bytes:
+    where = os.path.join(os.path.realpath(target.parent), target.name)
+    return os.fsencode(f"tdev replace_tree {where}\n")
+
+
+def _work_state(work: Path, target: Path) -> str | None:
+    """None when ``work`` is a work directory of ``target`` made by this user (or what a kill
+    left of one: empty, or holding an empty owner record); else why it is not ours."""
+    st = os.lstat(work)
+    if not stat.S_ISDIR(st.st_mode):
+        return "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a directory"
+    if st.st_uid != os.geteuid():
+        return f"a directory of another user (uid {st.st_uid})"
+    names = os.listdir(work)
+    if not names:
+        return None
+    if OWNER_NAME not in names:
+        return f"a directory without tdev's {OWNER_NAME} record"
+    try:
+        fd = os.open(work / OWNER_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        return f"its {OWNER_NAME} record is unreadable ({e.strerror or e})"
+    try:
+        record = os.read(fd, _OWNER_MAX) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    finally:
+        os.close(fd)
+    if record == _owner_record(target) or (record == b"" and names == [OWNER_NAME]):
+        return None
+    return f"its {OWNER_NAME} record does not name {target}"
+
+
+def _remove_work(work: Path) -> None:
+    """Delete a work directory: its trees first, the owner record last, so that a kill on the
+    way leaves a directory the next run still knows as its own."""
+    names = sorted(os.listdir(work), key=lambda n: n == OWNER_NAME)
+    for name in names:
+        path = work / name
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    os.rmdir(work)
+
+
+def _real_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
 
 
 def _renameat2() -> Callable[..., int] | None:
@@ -189,58 +247,87 @@ def exchange(a: Path, b: Path) -> bool:
 
 def recover_tree(target: Path) -> tuple[str, ...]:
     """Finish or undo a replacement of ``target`` a kill interrupted; what was done, in words.
-    An aside tree without the target means a kill between the two renames: the staged tree was
-    complete, so it goes into place (or, without one, the aside tree goes back); any other
-    leftover staging or aside directory is deleted."""
-    staged, aside = tree_slots(target)
+    Only the work directory this user's replace made for ``target`` is touched; anything else at
+    its name (a link, another user's or an unmarked directory) is refused (InputError, nothing
+    changed). An aside tree without the target means a kill between the two renames: the
+    staged tree was complete, so it goes into place (or, without one, the aside tree goes
+    back); the work directory is then deleted."""
+    (work,) = tree_slots(target)
+    if not os.path.lexists(work):
+        return ()
+    why = _work_state(work, target)
+    if why is not None:
+        raise InputError(work, f"{why}, in the way of replacing {target.name} (tdev only "
+                         "removes the work directories it made); move it away")
     done: list[str] = []
-    if os.path.lexists(aside) and not os.path.lexists(target):
-        if staged.is_dir():
+    staged, aside = work / NEW_TREE, work / OLD_TREE
+    if not os.path.lexists(target) and _real_dir(aside):
+        if _real_dir(staged):
             os.rename(staged, target)
             done.append(f"finished an interrupted replacement of {target}")
         else:
             os.rename(aside, target)
             done.append(f"restored the previous {target}")
-    if os.path.lexists(aside):
-        shutil.rmtree(aside)
-        done.append(f"removed the previous tree left in {aside}")
-    if os.path.lexists(staged):
-        shutil.rmtree(staged)
-        done.append(f"removed the unfinished build {staged}")
+    _remove_work(work)
+    done.append(f"removed what an interrupted replacement left in {work}")
     return tuple(done)
 
 
 def replace_tree(target: Path, fill: Callable[[Path], None], *,
                  on_step: Callable[[str], None] | None = None, use_exchange: bool = True) -> tuple[str, ...]:
-    """Put a new directory at ``target``: recover first, create the staging directory, let
-    ``fill`` write the tree into it (if it raises, the staging directory is removed and
-    ``target`` is untouched), then swap it in and delete the previous tree. A kill at any
-    moment leaves the previous tree or the new one (with two renames, between them no
-    ``target`` until the next replace or :func:`recover_tree`). ``on_step`` hears ``aside``
-    (two renames only), ``swapped`` and ``cleaned``. Returns what the recovery did."""
+    """Put a new directory at ``target``: recover first, let ``fill`` write the tree into the
+    work directory beside it (if it raises, the work directory is removed and ``target`` is
+    untouched), then swap it in and delete the previous tree. With RENAME_EXCHANGE (Linux) a
+    kill at any moment leaves ``target`` in place, the previous tree or the new one; with two
+    renames there is a moment without ``target`` until the next replace or
+    :func:`recover_tree`. ``on_step`` hears ``aside`` (two renames only), ``swapped`` and
+    ``cleaned``. Returns what the recovery did."""
     step = on_step or (lambda name: None)
     recovered = recover_tree(target)
-    staged, aside = tree_slots(target)
-    staged.mkdir()
+    (work,) = tree_slots(target)
+    os.mkdir(work, 0o700)
+    with open(os.open(work / OWNER_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600),
+              "wb") as fh:
+        fh.write(_owner_record(target))  # one write: a kill leaves it whole or empty
+    staged = work / NEW_TREE
     try:
+        staged.mkdir()
         fill(staged)
     except BaseException:
-        shutil.rmtree(staged, ignore_errors=True)
+        try:
+            _remove_work(work)
+        except OSError:
+            pass  # the next run's recovery removes what is left
         raise
     if not os.path.lexists(target):
         os.rename(staged, target)
         step("swapped")
     elif use_exchange and exchange(staged, target):
-        step("swapped")
-        shutil.rmtree(staged)  # it holds the previous tree now
+        step("swapped")  # the work directory holds the previous tree now
     else:
-        os.rename(target, aside)
+        os.rename(target, work / OLD_TREE)
         step("aside")
         os.rename(staged, target)
         step("swapped")
-        shutil.rmtree(aside)
+    _remove_work(work)
     step("cleaned")
     return recovered
+
+
+class KillPoints:
+    """A test hook: ``NAME=kill:N`` or ``kill:STEP`` in the environment variable ``env`` sends
+    SIGKILL to this process at the N-th :meth:`checkpoint` or the one named STEP (a caller's
+    steps, and :func:`replace_tree`'s when passed as its ``on_step``)."""
+
+    def __init__(self, env: str) -> None:
+        spec = os.environ.get(env, "")
+        self.target = spec[5:] if spec.startswith("kill:") else None
+        self.count = 0
+
+    def checkpoint(self, name: str) -> None:
+        self.count += 1
+        if self.target is not None and self.target in (str(self.count), name):
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 @contextmanager
@@ -279,6 +366,40 @@ def link_or_copy(src: str | Path, dst: str | Path) -> None:
     else:
         raise OSError(errno.EPERM, f"cannot carry {src} (a device or socket) into the new tree; "
                                    "move it out of the way")
+
+
+MAX_REL_CHARS = 1024  # a relative path tdev writes or records
+MAX_REL_DEPTH = 64
+MAX_NAME_BYTES = 255  # one path component (NAME_MAX)
+
+
+def relpath_problem(rel: object, *, max_chars: int = MAX_REL_CHARS, max_depth: int = MAX_REL_DEPTH) -> str | None:
+    """Why ``rel`` is not a plain relative path (None when it is): a non-empty string without
+    NUL or backslash, not absolute, with no empty, '.' or '..' part, each part at most 255
+    bytes, at most ``max_chars`` characters and ``max_depth`` parts. For paths read back from
+    a record tdev wrote (a marker, a manifest) before anything joins them to a directory."""
+    if not isinstance(rel, str) or not rel:
+        return f"expected a non-empty relative path, got {rel!r:.60}"
+    if "\0" in rel:
+        return f"{rel!r:.60} contains NUL"
+    if len(rel) > max_chars:
+        return f"{rel!r:.40}... is {len(rel)} characters long (at most {max_chars})"
+    try:
+        os.fsencode(rel)
+    except UnicodeError:
+        return f"{rel!r:.60} cannot be a file name (not encodable)"
+    if rel.startswith("/"):
+        return f"{rel!r:.60} is absolute; expected a path relative to the directory"
+    if "\\" in rel:
+        return f"{rel!r:.60} has a backslash; expected a plain relative path"
+    parts = rel.split("/")
+    if len(parts) > max_depth:
+        return f"{rel!r:.40}... is {len(parts)} levels deep (at most {max_depth})"
+    if any(part in ("", ".", "..") for part in parts):
+        return f"{rel!r:.60} is not a plain relative path (an empty, '.' or '..' part)"
+    if any(len(os.fsencode(part)) > MAX_NAME_BYTES for part in parts):
+        return f"{rel!r:.40}... has a name longer than {MAX_NAME_BYTES} bytes"
+    return None
 
 
 def safe_join(base: str | Path, rel: str) -> Path:

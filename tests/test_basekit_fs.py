@@ -107,7 +107,7 @@ def test_kill_inside_replace_tree_leaves_old_or_new_and_recovery_cleans(tmp_path
     for _ in range(10):
         counter = iter(range(1, 1 << 30))
         _killed_child(lambda: fs.replace_tree(target, _fill(next(counter)), use_exchange=use_exchange),
-                      rng.uniform(0.002, 0.05))
+                      rng.uniform(0.002, 0.15))  # wide: a loaded machine is slow
         if use_exchange and fs.exchange(tmp_path, tmp_path):
             assert target.is_dir()  # RENAME_EXCHANGE: never a moment without the tree
         fs.recover_tree(target)
@@ -133,17 +133,6 @@ def test_replace_tree_steps_and_a_failing_fill(tmp_path):
     with pytest.raises(RuntimeError):
         fs.replace_tree(target, broken)
     assert _version(target) == 2 and os.listdir(tmp_path) == ["t"]
-
-
-def test_recover_tree_restores_the_aside_tree_without_a_staged_one(tmp_path):
-    target = tmp_path / "t"
-    staged, aside = fs.tree_slots(target)
-    aside.mkdir()
-    (aside / "f").write_text("old")
-    assert fs.recover_tree(target) == (f"restored the previous {target}",)
-    assert (target / "f").read_text() == "old" and fs.recover_tree(target) == ()
-    staged.mkdir()
-    assert fs.recover_tree(target) == (f"removed the unfinished build {staged}",)
 
 
 def test_dir_lock_refuses_a_second_holder(tmp_path):

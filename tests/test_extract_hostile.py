@@ -152,3 +152,31 @@ def test_a_fifo_as_the_scan_is_refused(extracted, tmp_path):
               timeout=20)
     _one_line_exit_2(r)
     assert "not a regular file" in r.stderr
+
+
+@pytest.mark.parametrize("name", [".torch_cuda.tdev-new", ".torch_cuda.tdev-old"])
+def test_a_planted_sibling_is_never_followed_nor_put_in_place(extracted, tmp_path, name):
+    """A link or a directory someone else put beside the output, at a name a replacement uses:
+    tdev refuses it with one line or leaves it alone; it never deletes through it, nor renames
+    it into the output's place (also when the output is missing)."""
+    root, scan_file, _ = extracted
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "theirs.txt").write_text("theirs")
+    for existing in (True, False):
+        out = _copy_with(extracted, tmp_path, lambda d: None) if existing else tmp_path / "new" / "torch_cuda"
+        out.parent.mkdir(exist_ok=True)
+        planted = out.parent / name
+        planted.symlink_to(foreign)
+        before = tree_hash(out) if existing else None
+        r = _tdev("extract", str(root), "--scan", str(scan_file), "--out", str(out), "--json")
+        if r.returncode == 2:
+            _one_line_exit_2(r)
+            assert str(planted) in r.stderr
+            assert (tree_hash(out) == before) if existing else not out.exists()
+        else:
+            assert r.returncode == 0, r.stderr
+            assert verify(out).ok and not out.is_symlink()
+        assert planted.is_symlink() and sorted(os.listdir(foreign)) == ["theirs.txt"]
+        planted.unlink()
+

@@ -13,7 +13,6 @@ import yaml
 from tdev.extract.layout import load_layout, parse_layout
 from tdev.extract.manifest import verify
 from tdev.extract.plan import make_plan
-from tdev.extract.writer import recover, siblings
 from tdev.scan.model import ScanResult
 from tdev.scan.scanner import scan
 
@@ -157,33 +156,6 @@ def test_two_files_at_one_place_refused(tmp_path):
         make_plan(root, result, layout)
 
 
-def _state(out: Path) -> str:
-    new, old = siblings(out)
-    return "".join(("O" if out.exists() else "-", "N" if new.exists() else "-", "D" if old.exists() else "-"))
-
-
-def test_recover_every_interrupted_state(tmp_path):
-    out = tmp_path / "torch_cuda"
-    new, old = siblings(out)
-
-    def mk(p: Path, tag: str):
-        p.mkdir()
-        (p / "MANIFEST.json").write_text(tag)
-
-    mk(old, "old"), mk(new, "new")  # killed between the renames: finish
-    assert recover(out) and _state(out) == "O--" and (out / "MANIFEST.json").read_text() == "new"
-    mk(old, "older")  # killed while deleting the previous tree
-    recover(out)
-    assert _state(out) == "O--" and (out / "MANIFEST.json").read_text() == "new"
-    mk(new, "partial")  # killed while building
-    recover(out)
-    assert _state(out) == "O--" and (out / "MANIFEST.json").read_text() == "new"
-    os.rename(out, old)  # only the previous tree is left: put it back
-    recover(out)
-    assert _state(out) == "O--" and (out / "MANIFEST.json").read_text() == "new"
-    assert recover(out) == []
-
-
 def test_killed_runs_leave_old_or_new(mini, tmp_path):
     root, scan_file, out = mini
     old_layout = tmp_path / "old.yaml"
@@ -193,14 +165,12 @@ def test_killed_runs_leave_old_or_new(mini, tmp_path):
     old_layout.write_text(yaml.safe_dump(doc))
     assert extract(root, scan_file, out, "--layout", str(old_layout)).returncode == 0
     old_hash = tree_hash(out)
-    for point in ("built", "aside", "swapped", "cleaned"):
+    for point in ("carried", "built", "swapped", "cleaned"):
         r = extract(root, scan_file, out, env={"TDEV_EXTRACT_FAULT": f"kill:{point}"})
         assert r.returncode == -signal.SIGKILL, (point, r.stdout, r.stderr)
-        if point == "built":  # the new tree is complete beside the old one, still in place
-            assert tree_hash(out) == old_hash
-        elif point == "aside":  # between the renames: no output, until the next run recovers
-            assert not out.exists()
-        else:  # the new tree is in place (the old one may still wait to be deleted)
+        if point in ("carried", "built"):  # the new tree is built beside the old one, in place
+            assert verify(out).ok and tree_hash(out) == old_hash
+        else:  # swapped in one step: the new tree (the old one may still wait to be deleted)
             assert verify(out).ok and tree_hash(out) != old_hash
         done = extract(root, scan_file, out)
         assert done.returncode == 0 and verify(out).ok, done.stderr

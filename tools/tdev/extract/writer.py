@@ -11,32 +11,33 @@ Protocol, for an output ``P/NAME`` (under an flock on the directory ``P``, no fi
    ``discard_changes``; entries tdev did not write are kept (``localwork``);
 3. read and hash everything; if ``P/NAME`` holds exactly this manifest and no listed file is
    changed or missing, stop: nothing changes (a second run is a no-op, to the inode);
-4. write the tree into ``P/.NAME.tdev-new``, hard-link the kept entries into it, the manifest
-   last;
-5. rename ``P/NAME`` to ``P/.NAME.tdev-old`` (if there is one), ``P/.NAME.tdev-new`` to
-   ``P/NAME``, then delete ``P/.NAME.tdev-old`` (the kept entries live on through their links).
+4. write the tree into ``P/.NAME.tdev-new/tree`` (a work directory whose ``owner`` record names
+   ``P/NAME``), hard-link the kept entries into it, the manifest last;
+5. swap it with ``P/NAME`` in one ``renameat2(RENAME_EXCHANGE)``, then delete the work directory
+   (it holds the previous tree now; the kept entries live on through their links). Where the
+   system has no exchange, two renames through ``P/.NAME.tdev-new/old``.
 
-Recovery: ``.tdev-old`` without ``NAME`` means a kill between the two renames: the new tree was
-complete, so it is renamed into place; a leftover ``.tdev-old`` beside ``NAME`` is deleted; a
-leftover ``.tdev-new`` without ``.tdev-old`` is an unfinished build and is deleted (the old tree
-still holds everything). An existing ``NAME`` without a manifest tdev wrote is never replaced.
+``P/NAME`` is there at every moment: the previous tree until the swap, the new one after it.
+Recovery (basekit.fs.recover_tree) deletes the work directory a killed run left, or after a
+kill between two renames puts the complete new tree in place; it touches nothing it cannot
+prove it made (a link, or a directory without the owner record, at that name is refused with one
+line). An existing ``NAME`` without a manifest tdev wrote is never replaced.
 
 Fault injection for tests: ``TDEV_EXTRACT_FAULT=kill:N`` or ``kill:NAME`` sends SIGKILL to the
 process at the N-th checkpoint or the one named NAME (``files`` after every 64 files, then
-``carried``, ``built``, ``aside``, ``swapped``, ``cleaned``).
+``carried``, ``built``, ``swapped``, ``cleaned``; ``aside`` with two renames).
 """
 from __future__ import annotations
 
 import json
 import os
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from basekit.errors import InputError
-from basekit.fs import Busy, dir_lock, recover_tree, replace_tree, safe_join, tree_slots
+from basekit.fs import Busy, KillPoints, dir_lock, recover_tree, replace_tree, safe_join, tree_slots
 
 from . import localwork, manifest
 from .layout import MANIFEST_NAME, REPORT_NAME
@@ -71,19 +72,8 @@ class WriteResult:
                 "discarded": self.discarded}
 
 
-class _Faults:
-    def __init__(self) -> None:
-        spec = os.environ.get(FAULT_ENV, "")
-        self.target = spec[5:] if spec.startswith("kill:") else None
-        self.count = 0
-
-    def checkpoint(self, name: str) -> None:
-        self.count += 1
-        if self.target is not None and self.target in (str(self.count), name):
-            os.kill(os.getpid(), signal.SIGKILL)
-
-
-def siblings(out: Path) -> tuple[Path, Path]:
+def siblings(out: Path) -> tuple[Path, ...]:
+    """The paths beside ``out`` a replacement works in."""
     return tree_slots(out)
 
 
@@ -177,7 +167,7 @@ def write_tree(plan: ExtractionPlan, out: str | Path, *, discard_changes: bool =
     if out.parent == out:
         raise OutputError(f"{out}: refusing to write the filesystem root")
     out.parent.mkdir(parents=True, exist_ok=True)
-    faults = _Faults()
+    faults = KillPoints(FAULT_ENV)
     try:
         with dir_lock(out.parent):
             return _write_locked(plan, out, discard_changes, faults, t0)
@@ -185,7 +175,7 @@ def write_tree(plan: ExtractionPlan, out: str | Path, *, discard_changes: bool =
         raise OutputError(f"{out.parent}: another tdev extract is writing here") from None
 
 
-def _write_locked(plan: ExtractionPlan, out: Path, discard_changes: bool, faults: _Faults,
+def _write_locked(plan: ExtractionPlan, out: Path, discard_changes: bool, faults: KillPoints,
                   t0: float) -> WriteResult:
     recovered = recover(out)
     state = existing(out)
@@ -206,8 +196,7 @@ def _write_locked(plan: ExtractionPlan, out: Path, discard_changes: bool, faults
             raise OutputError(f"{new}: cannot build the new tree ({e}); {out} is unchanged") from None
         faults.checkpoint("built")
 
-    # two renames, not RENAME_EXCHANGE: the protocol above (and its kill tests) has the "aside" step
-    replace_tree(out, fill, on_step=faults.checkpoint, use_exchange=False)
+    replace_tree(out, fill, on_step=faults.checkpoint)
     return _result(out, True, work, t0, **done)
 
 
@@ -218,7 +207,7 @@ def _result(out: Path, changed: bool, work: LocalWork | None, t0: float, *, file
                        list(work.kept_shown) if work else [], list(work.blocking) if work and changed else [])
 
 
-def _build(new: Path, data: dict[str, tuple[bytes, bool]], mbytes: bytes, faults: _Faults,
+def _build(new: Path, data: dict[str, tuple[bytes, bool]], mbytes: bytes, faults: KillPoints,
            work: LocalWork | None, out: Path) -> None:
     made: set[str] = set()
     for k, (dest, (b, exe)) in enumerate(sorted(data.items()), 1):

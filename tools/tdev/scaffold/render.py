@@ -23,12 +23,13 @@ from typing import Any, Mapping
 import jinja2
 
 from basekit.errors import InputError
-from basekit.fs import Busy, PathEscapeError, dir_lock, replace_tree, safe_join
+from basekit.fs import Busy, KillPoints, PathEscapeError, dir_lock, recover_tree, replace_tree, safe_join
 
 from .userwork import (BASE, MARKER, SCHEMA, MarkerError, UserWork, carry_over, read_marker, sha256,
                        survey, tree_digest)
 
 PATH_VAR = re.compile(r"__([a-z_]+?)__")
+FAULT_ENV = "TDEV_SCAFFOLD_FAULT"  # test hook: "kill:STEP" (built, swapped, cleaned; basekit.fs.KillPoints)
 SKIP = ("__pycache__", ".pyc")
 
 
@@ -72,6 +73,7 @@ def render_tree(template_root: Path, context: Mapping[str, Any], out: Path,
     files = render_files(template_root, context, path_vars)
     info = marker_info(template_root, files, marker)
     try:
+        recover(out)
         replaced, work = _check_target(out, force, files, discard_changes)
         write_package(out, files, files, info, work.added if replaced else ())
     except OSError as e:
@@ -94,16 +96,30 @@ def write_package(out: Path, files: Mapping[str, bytes], base: Mapping[str, byte
     ``.tdev-scaffold/base``, the marker, and the user's ``keep`` paths linked in from ``out``),
     then swaps it into place: a kill leaves the old tree or the new one."""
     out.parent.mkdir(parents=True, exist_ok=True)
+    faults = KillPoints(FAULT_ENV)
 
     def fill(staging: Path) -> None:
         _write_files(staging, files)
         _write_files(staging / BASE, base)
         carry_over(out, staging, list(keep))
         (staging / MARKER).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+        faults.checkpoint("built")
 
     try:
         with dir_lock(out.parent):
-            replace_tree(out, fill)  # stage beside, swap in, recover a killed run's leftovers
+            replace_tree(out, fill, on_step=faults.checkpoint)  # stage beside, swap in
+    except Busy:
+        raise RenderError(f"{out}: another run is writing this package; try again when it is done") from None
+
+
+def recover(out: Path) -> tuple[str, ...]:
+    """Remove what a killed run left beside ``out`` (basekit.fs.recover_tree: only a work
+    directory it can prove it made), before ``out`` is read: what was done, in words."""
+    if not out.parent.is_dir():
+        return ()
+    try:
+        with dir_lock(out.parent):
+            return recover_tree(out)
     except Busy:
         raise RenderError(f"{out}: another run is writing this package; try again when it is done") from None
 

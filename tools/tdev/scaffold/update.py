@@ -30,7 +30,7 @@ from basekit.fs import PathEscapeError, safe_join
 from tdev.patch.merge import Conflict, diff3_region, merge3
 
 from .profiles import available_vendors
-from .render import marker_info, write_package
+from .render import marker_info, recover, write_package
 from .scaffold import ScaffoldError, prepare, template_root
 from .userwork import MARKER, Marker, added_paths, base_of, read_marker
 
@@ -144,6 +144,7 @@ def update(out: Path, vendor: str | None = None) -> UpdateResult:
     """Updates the package at ``out`` (see the module docstring); ``vendor`` overrides the
     profile the marker names."""
     out = Path(out).absolute()
+    recover(out)
     marker = _read_marker(out)
     _refuse_pending(out, marker)
     prep = prepare(vendor or _profile_of(out, marker.info), _field(marker.info, "package"),

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from basekit.docread import BadInput, load_json, read_regular
-from basekit.fs import PathEscapeError, link_or_copy, safe_join
+from basekit.fs import PathEscapeError, link_or_copy, relpath_problem, safe_join
 
 MARKER = ".tdev-scaffold.json"
 STATE_DIR = ".tdev-scaffold"  # BASE below it; never a user's path
@@ -37,6 +37,7 @@ SCHEMA = 2
 CACHES = ("__pycache__", ".pytest_cache")
 MAX_MARKER_BYTES = 16 * 1024 * 1024
 MAX_NAMED = 12  # paths named in one refusal line
+MAX_FILES = 100_000  # paths one marker may list
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 
 
@@ -103,6 +104,8 @@ def tree_digest(root: Path, skip: tuple[str, ...] = CACHES) -> str:
 
 
 def read_marker(out: Path) -> Marker:
+    """The marker of the package ``out``, every path in it checked once (:func:`_paths`), for
+    every command that reads it; MarkerError (one line naming the marker) otherwise."""
     path = out / MARKER
     if not path.is_file() or path.is_symlink():
         raise MarkerError(f"{out}: not a tdev scaffold output (no {MARKER})")
@@ -110,15 +113,31 @@ def read_marker(out: Path) -> Marker:
         info = load_json(path, max_bytes=MAX_MARKER_BYTES, what="scaffold marker")
     except BadInput as e:
         raise MarkerError(str(e)) from None
-    files = info.get("files") if isinstance(info, dict) else None
-    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
-        raise MarkerError(f"{path}: not a marker tdev wrote (files: expected a list of paths)")
+    if not isinstance(info, dict):
+        raise MarkerError(path, f"not a marker tdev wrote (a JSON {type(info).__name__}, not an object)")
+    files = _paths(path, "files", info.get("files"))
+    if len(set(files)) != len(files):
+        raise MarkerError(path, "not a marker tdev wrote (files: a path is listed twice)")
     digests = info.get("sha256", {})
     if not isinstance(digests, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) and _HEX64.match(v)
-            for k, v in digests.items()):
-        raise MarkerError(f"{path}: not a marker tdev wrote (sha256: expected path: digest)")
+            isinstance(v, str) and _HEX64.match(v) for v in digests.values()):
+        raise MarkerError(path, "not a marker tdev wrote (sha256: expected path: digest)")
+    _paths(path, "sha256", list(digests))
+    _paths(path, "conflicts", info.get("conflicts", []))
     return Marker(tuple(files), digests, info)
+
+
+def _paths(marker: Path, key: str, value: Any) -> list[str]:
+    """``value`` if it is a list of at most MAX_FILES plain relative paths (basekit.fs.relpath_problem:
+    inside the package, no '..', NUL or oversized names); else MarkerError naming the marker."""
+    if not isinstance(value, list) or len(value) > MAX_FILES:
+        raise MarkerError(marker, f"not a marker tdev wrote ({key}: expected a list of at most "
+                          f"{MAX_FILES} paths, got {type(value).__name__})")
+    for i, rel in enumerate(value):
+        problem = relpath_problem(rel)
+        if problem is not None:
+            raise MarkerError(marker, f"not a marker tdev wrote ({key}[{i}]: {problem})")
+    return value
 
 
 def survey(out: Path, marker: Marker, new_files: Mapping[str, bytes]) -> UserWork:
