@@ -170,7 +170,7 @@ class Document:
 
 def load_document_text(text: str, where: str) -> Document:
     """The YAML document in ``text`` within ``docread``'s bounds, parsed once, nodes kept."""
-    try:
+    with docread.yaml_errors(where):
         docread.check_yaml_bounds(text, where, docread.MAX_DEPTH, docread.MAX_NODES)
         loader = docread.YamlLoader(text)
         try:
@@ -178,11 +178,6 @@ def load_document_text(text: str, where: str) -> Document:
             data = loader.construct_document(node) if node is not None else None
         finally:
             loader.dispose()
-    except yaml.YAMLError as e:
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise InputError(docread.yaml_where(where, e), f"invalid YAML ({problem})") from None
-    except RecursionError:
-        raise InputError(where, "YAML nested too deeply") from None
     return Document(data, where, node)
 
 

@@ -13,7 +13,8 @@ import json
 import math
 import os
 import stat
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import yaml
 
@@ -108,16 +109,29 @@ def yaml_where(where: str, e: yaml.YAMLError) -> str:
     return f"{where}:{mark.line + 1}" if mark else where
 
 
-def load_yaml_text(text: str, where: str, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> Any:
-    """The document in ``text`` (safe types only), bounded in depth and alias expansion."""
+@contextmanager
+def yaml_errors(where: str) -> Iterator[None]:
+    """What parsing or constructing a YAML document raises, as one line of bad input naming
+    ``where``: a syntax error (with its line), nesting too deep for the parser, an integer
+    too long for Python to convert."""
     try:
-        check_yaml_bounds(text, where, max_depth, max_nodes)
-        return yaml.load(text, Loader=YamlLoader)
+        yield
+    except BadInput:
+        raise
     except yaml.YAMLError as e:
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise BadInput(yaml_where(where, e), f"invalid YAML ({problem})") from None
     except RecursionError:
         raise BadInput(where, "YAML nested too deeply") from None
+    except ValueError as e:  # int() past sys.get_int_max_str_digits()
+        raise BadInput(where, f"invalid YAML ({str(e).split(';')[0][:120]})") from None
+
+
+def load_yaml_text(text: str, where: str, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> Any:
+    """The document in ``text`` (safe types only), bounded in depth and alias expansion."""
+    with yaml_errors(where):
+        check_yaml_bounds(text, where, max_depth, max_nodes)
+        return yaml.load(text, Loader=YamlLoader)
 
 
 def load_yaml(path: str | os.PathLike, *, max_bytes: int = MAX_BYTES, what: str = "YAML file",
@@ -164,4 +178,4 @@ def finite_number(value: Any) -> bool:
 
 __all__ = ["BadInput", "MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "YamlLoader", "check_yaml_bounds",
            "finite_number", "load_json", "load_json_text", "load_yaml", "load_yaml_text", "one_line",
-           "read_regular", "read_text", "yaml_where"]
+           "read_regular", "read_text", "yaml_errors", "yaml_where"]

@@ -188,6 +188,12 @@ BAD = [
     ("runtime.device_count_probe", {"library": "libm.so.6", "init": "i"},
      "runtime.device_count_probe", "count"),
     ("compilr", "x", "compilr", "unknown key"),
+    # a host backend's library: a string from the list, never a list, number or a part of a name
+    ("collectives", {"host": [1]}, "collectives.host", "expected one of gloo"),
+    ("collectives", {"host": {"a": 1}}, "collectives.host", "expected one of gloo"),
+    ("collectives", {"host": 5}, "collectives.host", "expected one of gloo"),
+    ("collectives", {"host": None}, "collectives.host", "expected one of gloo"),
+    ("collectives", {"host": "gl"}, "collectives.host", "expected one of gloo"),
 ]
 
 
@@ -286,3 +292,12 @@ def test_errors_name_the_yaml_line_of_the_bad_value(tmp_path, old, new, message)
     with pytest.raises(ProfileError) as e:
         load_profile(str(path))
     assert str(e.value).startswith(f"{path}:{line}: {message}"), str(e.value)
+
+
+def test_a_5000_digit_number_is_one_line_naming_the_file(tmp_path, capsys):
+    path = tmp_path / "big.yaml"
+    path.write_text("vendor: x\nruntime:\n  count: " + "9" * 5000 + "\n")
+    from tdev.cli.main import main
+    assert main(["scaffold", "--vendor", str(path), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err and "digits" in err and len(err) < 300

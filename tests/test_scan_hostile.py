@@ -354,3 +354,14 @@ def test_invalid_escapes_in_scanned_python_do_not_warn_or_change_results(tmp_pat
     assert [w for w in doc["warnings"] if w["path"] == "torch/esc.py"] == []
     (found,) = [f for f in doc["files"] if f["path"] == "torch/esc.py"]
     assert {e["rule"] for e in found["evidence"]} == {"py-cuda-api", "py-cuda-branch"}
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "-" + "9" * 5000])
+def test_a_5000_digit_number_in_the_rules_is_one_line_naming_the_file(tmp_path, value):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(f"walk:\n  max_file_bytes: {value}\n")
+    (tmp_path / "tree").mkdir()
+    r = subprocess.run([sys.executable, "-m", "tdev", "scan", str(tmp_path / "tree"), "--rules", str(rules)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert r.stderr.count("\n") == 1 and str(rules) in r.stderr and "digits" in r.stderr, r.stderr[-2000:]

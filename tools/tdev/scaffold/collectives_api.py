@@ -29,7 +29,7 @@ from .runtime_api import Call, Declarations, Fail, check_value, mapping, parse_c
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "uint8", "int32", "int64")
 # torch.distributed.ReduceOp name -> code (AVG runs as SUM, then a division on the device)
 REDUCE_OPS = ("sum", "product", "min", "max")
-HOST_LIBRARIES = ("gloo")
+HOST_LIBRARIES = ("gloo",)
 _ID = frozenset({"out_id"})
 OPERATIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "get_unique_id": (_ID, frozenset()),
@@ -196,7 +196,7 @@ def _dotted(x: Any) -> str:
 
 def _choice(choices: tuple[str, ...]):
     def check(x: Any) -> str:
-        if x not in choices:
-            raise ValueError(f"expected one of {', '.join(choices)}, got {x!r}")
+        if not isinstance(x, str) or x not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}, got {x!r:.60}")
         return x
     return check
