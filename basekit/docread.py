@@ -29,9 +29,10 @@ MAX_NODES = 2_000_000  # YAML nodes after alias expansion
 BadInput = InputError
 
 
-def read_regular(path: str | os.PathLike, *, max_bytes: int = MAX_BYTES, what: str = "file") -> bytes:
-    """The bytes of ``path``, a regular file (symlinks to one are followed) of at most
-    ``max_bytes``. A FIFO, device, directory or socket is refused without blocking."""
+def open_regular(path: str | os.PathLike, *, what: str = "file") -> tuple[int, os.stat_result]:
+    """A read-only descriptor of ``path`` and its status, when ``path`` is a regular file
+    (symlinks to one are followed); a FIFO, device, directory or socket is refused without
+    blocking. The caller closes the descriptor."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
@@ -40,6 +41,17 @@ def read_regular(path: str | os.PathLike, *, max_bytes: int = MAX_BYTES, what: s
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise BadInput(path, f"{what} is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def read_regular(path: str | os.PathLike, *, max_bytes: int = MAX_BYTES, what: str = "file") -> bytes:
+    """The bytes of ``path``, a regular file (symlinks to one are followed) of at most
+    ``max_bytes``. A FIFO, device, directory or socket is refused without blocking."""
+    fd, st = open_regular(path, what=what)
+    try:
         if st.st_size > max_bytes:
             raise BadInput(path, f"{what} is too large ({st.st_size} bytes, limit {max_bytes})")
         chunks, total = [], 0
@@ -178,4 +190,4 @@ def finite_number(value: Any) -> bool:
 
 __all__ = ["BadInput", "MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "YamlLoader", "check_yaml_bounds",
            "finite_number", "load_json", "load_json_text", "load_yaml", "load_yaml_text", "one_line",
-           "read_regular", "read_text", "yaml_errors", "yaml_where"]
+           "open_regular", "read_regular", "read_text", "yaml_errors", "yaml_where"]

@@ -330,3 +330,21 @@ def test_cli_bad_input_is_exit_2(stage1_py, tmp_path):
                                                         {"source": "test", "sha256": "0" * 64}, {}, "."))
     r = _tdev("link-check", "--libs", str(tmp_path / "x.so"), "--source", str(ext), "--stage1-python", str(stage1_py))
     assert r.returncode == 2 and "2.5.1" in r.stderr and "2.6.0" in r.stderr, r.stderr
+
+
+def test_cli_a_damaged_library_or_dump_is_never_clean(stage1_py, tmp_path):
+    """A truncated library and a dump holding a name that is not UTF-8, checked with the whole
+    stage 1: one line naming the file, exit 2 (not "closure: OK" on 0 references)."""
+    lib = _compile(tmp_path, "whole", "int tdev_f(int x) { return x + 1; }\n")
+    cut = tmp_path / "libcut.so"
+    cut.write_bytes(lib.read_bytes()[: lib.stat().st_size // 2])
+    dump = tmp_path / "whole.syms.gz"
+    elfsyms.save(elfsyms.read_table(lib), dump)
+    text = gzip.decompress(dump.read_bytes()).replace(b'"tdev', b'"\xff\xfetdev', 1)
+    bad_name = tmp_path / "badname.syms.gz"
+    bad_name.write_bytes(gzip.compress(text))
+    for bad in (cut, bad_name):
+        r = _tdev("link-check", "--libs", str(bad), "--stage1-python", str(stage1_py))
+        assert r.returncode == 2 and str(bad) in r.stderr, (r.returncode, r.stdout[-1000:], r.stderr[-2000:])
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
+

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Iterable, Sequence
 
+from basekit.docread import read_regular
 from basekit.errors import InputError
 
 from .linkcheck import CoverageResult, Group, Import
@@ -43,8 +44,8 @@ def demangle(names: Sequence[str]) -> dict[str, str]:
     exe = shutil.which("c++filt")
     if exe is None or not names:
         return {n: n for n in names}
-    proc = subprocess.run([exe], input="\n".join(names) + "\n", capture_output=True, text=True,
-                          check=False, env=dict(os.environ, LC_ALL="C"))
+    proc = subprocess.run([exe], input="\n".join(names) + "\n", capture_output=True, encoding="utf-8",
+                          errors="backslashreplace", check=False, env=dict(os.environ, LC_ALL="C"))
     out = proc.stdout.splitlines()
     if proc.returncode != 0 or len(out) != len(names):
         raise InputError("c++filt", f"demangling failed (exit {proc.returncode}, {len(out)} of {len(names)} names)")
@@ -127,10 +128,10 @@ def source_index(extraction: Path, exclude: Sequence[str] = ()) -> tuple[SourceF
         original = e.source or e.path
         if any(fnmatchcase(original, pattern) for pattern in exclude):
             continue
-        try:
-            text = (Path(extraction) / e.path).read_text("utf-8", "replace")
-        except OSError:
+        path = Path(extraction) / e.path
+        if not os.path.lexists(path):
             continue  # a file the manifest lists but the tree lost: `tdev extract --verify` says so
+        text = read_regular(path, what="source file").decode("utf-8", "replace")
         files.append(SourceFile(original, text))
     return tuple(files)
 

@@ -11,7 +11,7 @@ import glob
 import os
 import subprocess
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Callable, Mapping, Sequence
 
 from basekit.config import conf, read_config
@@ -118,11 +118,45 @@ def interpreter_library(python: Path) -> Path:
     return Path(_ask(python, _INTERPRETER, "cannot tell its libpython"))
 
 
+MAX_WALK = 1_000_000  # directory entries a recursive pattern may visit
+
+
+def _walk(top: str) -> list[str]:
+    """The files under ``top`` (relative paths), directory links not followed, at most MAX_WALK
+    entries."""
+    out, seen = [], 0
+    for root, dirs, files in os.walk(top, followlinks=False):
+        seen += len(dirs) + len(files)
+        if seen > MAX_WALK:
+            raise InputError(top, f"more than {MAX_WALK} entries under it")
+        dirs.sort()
+        rel = os.path.relpath(root, top)
+        out += [f if rel == "." else os.path.join(rel, f) for f in sorted(files)]
+    return out
+
+
+def _glob(base: Path, pattern: str) -> list[str]:
+    """``pattern`` under ``base``; ``**`` matches any number of directories, found by a walk that
+    does not follow directory links (a link to ``.`` would make it endless)."""
+    root = glob.escape(os.fspath(base))
+    if "**" not in pattern:
+        return sorted(glob.glob(os.path.join(root, pattern)))
+    head, _, tail = pattern.partition("**")
+    tail = tail.lstrip("/") or "*"
+    hits = []
+    for top in sorted(glob.glob(os.path.join(root, head))) if head else [os.fspath(base)]:
+        top = top.rstrip("/") or "/"
+        if os.path.isdir(top) and not os.path.islink(top):
+            hits += [os.path.join(top, f) for f in _walk(top) if PurePosixPath(f).match(tail)]
+    return hits
+
+
 def _expand(base: Path, patterns: Sequence[str]) -> list[Path]:
-    """Files matching ``patterns`` under ``base``, each real file once (symlinks followed)."""
+    """Files matching ``patterns`` under ``base``, each real file once (links to files followed);
+    only regular files."""
     out, seen = [], set()
     for pattern in patterns:
-        for hit in sorted(glob.glob(os.path.join(glob.escape(os.fspath(base)), pattern), recursive=True)):
+        for hit in _glob(base, pattern):
             real = os.path.realpath(hit)
             if os.path.isfile(real) and real not in seen and not hit.endswith((".py", ".pyc")):
                 seen.add(real)

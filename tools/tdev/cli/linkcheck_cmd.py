@@ -87,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
 
     libs = _standalone(args)
     extra = _paths(args.provider or [])
+    if args.interpreter is not None:
+        _paths([os.fspath(args.interpreter)])
     data = linkinputs.load_data(args.groups)
     source = args.source or _default_source()
     site = linkinputs.stage1_site(args.stage1_python, _release(source), os.environ)
@@ -138,10 +140,15 @@ def _standalone(args: argparse.Namespace) -> list[Path]:
 
 
 def _paths(items: list[str]) -> list[Path]:
+    """The files named in ``items`` (comma separated); a missing one, or one that is not a
+    regular file (a FIFO, a device, a directory), is bad input."""
+    from basekit.docread import open_regular
+
     paths = [Path(p) for item in items for p in item.split(",") if p]
     for p in paths:
-        if not p.is_file():
+        if not os.path.lexists(p):
             raise InputError(p, "no such file")
+        os.close(open_regular(p, what="library or symbol dump")[0])
     return paths
 
 
