@@ -30,6 +30,18 @@ def merge_lines(lines) -> tuple[LineRange, ...]:
     return tuple((a, b) for a, b in out)
 
 
+def merge_spans(spans) -> tuple[LineRange, ...]:
+    """(first, last) line spans -> sorted ranges of consecutive lines (``merge_lines`` of every
+    line they cover, in time of the number of spans)."""
+    out: list[list[int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return tuple((a, b) for a, b in out)
+
+
 @dataclass(frozen=True)
 class Evidence:
     """One reason for a classification: which rule fired, what it saw, and where."""

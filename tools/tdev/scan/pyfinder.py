@@ -39,7 +39,7 @@ class Finder:
         self.snippets = snippets  # set when visiting single statements: bodies come from indentation
         self.events = events  # set when recording a statement's hits for replay (see Memo)
         self.base = 0
-        self.hits: dict[str, set[int]] = {}
+        self.hits: dict[str, list[tuple[int, int]]] = {}  # rule -> (first, last) line spans
         self.first: dict[str, str] = {}
         self.aliases: dict[str, str] = {}  # local name -> CUDA module or C binding it stands for
         self.alias_done: set[str] = set()
@@ -48,9 +48,8 @@ class Finder:
         if self.events is not None:
             self.events.append((rule, what, first, last or first))
             return
-        lines = self.hits.setdefault(rule, set())
-        lines.update(range(first, (last or first) + 1))
-        self.first.setdefault(rule, what)
+        self.hits.setdefault(rule, []).append((first, last or first))  # spans: nested blocks
+        self.first.setdefault(rule, what)  # cost one entry each, not their length
 
     def alias(self, name: str, target: str) -> None:
         self.aliases[name] = target

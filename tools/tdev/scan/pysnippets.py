@@ -274,27 +274,70 @@ class Snippets:
                 return Unit(tree, self.line_of(p), self.line_of(p), self.line_of(q)), (p, q + 1)
         return None
 
+    @cached_property
+    def _indents(self) -> "_Indents":
+        """Each line's indentation (None for blank and comment lines), indexed once."""
+        return _Indents([_indent(ln) if _is_code(ln) else None for ln in self.lines])
+
     def block_after(self, header_last: int, indent: int) -> tuple[int, int] | None:
         """1-based (first, last) lines of the indented block after a compound header ending on
         0-based line ``header_last`` whose header is indented ``indent`` columns."""
-        first = last = None
-        for k in range(header_last + 1, len(self.lines)):
-            ln = self.lines[k]
-            if not _is_code(ln):
-                continue
-            if _indent(ln) <= indent:
-                break
-            first = k if first is None else first
-            last = k
-        return None if first is None else (first + 1, last + 1)
+        ix = self._indents
+        first = ix.next_code(header_last + 1)
+        if first >= ix.n or ix.indent[first] <= indent:
+            return None
+        end = ix.first_at_most(first, indent)  # the first code line back at the header's level
+        return first + 1, ix.prev_code[end] + 1
 
     def else_block(self, body_last: int, indent: int) -> tuple[int, int] | None:
         """The block of an ``else:`` at ``indent`` right after a body ending on 1-based line."""
-        for k in range(body_last, len(self.lines)):
-            ln = self.lines[k]
-            if not _is_code(ln):
-                continue
-            if _indent(ln) == indent and ln.lstrip().startswith("else"):
-                return self.block_after(k, indent)
-            return None
+        ix = self._indents
+        k = ix.next_code(body_last)
+        if k < ix.n and ix.indent[k] == indent and self.lines[k].lstrip().startswith("else"):
+            return self.block_after(k, indent)
         return None
+
+
+class _Indents:
+    """Line indentations with O(log n) queries "the first code line at or after ``lo`` indented
+    at most ``bound``" (a min segment tree), so that finding the block of each of n nested
+    headers costs O(n log n) in all, not O(n) each."""
+
+    NONE = 1 << 60  # a blank or comment line: never a block's end
+
+    def __init__(self, indents: list[int | None]) -> None:
+        self.n = n = len(indents)
+        self.indent = [self.NONE if i is None else i for i in indents]
+        size = 1
+        while size < n:
+            size *= 2
+        tree = [self.NONE] * (2 * size)
+        tree[size:size + n] = self.indent
+        for i in range(size - 1, 0, -1):
+            tree[i] = min(tree[2 * i], tree[2 * i + 1])
+        self.size, self.tree = size, tree
+        self.prev_code = [-1] * (n + 1)  # the last code line before each line
+        last = -1
+        for k, v in enumerate(self.indent):
+            self.prev_code[k] = last
+            if v != self.NONE:
+                last = k
+        self.prev_code[n] = last
+
+    def first_at_most(self, lo: int, bound: int) -> int:
+        """The first line >= ``lo`` indented at most ``bound`` (``n`` when none is)."""
+        if lo >= self.n:
+            return self.n
+        tree, i = self.tree, lo + self.size
+        while tree[i] > bound:
+            while i & 1:  # the last child of its parent: the next subtree is the parent's next
+                i >>= 1
+            if i == 0:
+                return self.n
+            i += 1
+        while i < self.size:
+            i = 2 * i if tree[2 * i] <= bound else 2 * i + 1
+        return i - self.size
+
+    def next_code(self, lo: int) -> int:
+        return self.first_at_most(lo, self.NONE - 1)

@@ -21,7 +21,7 @@ import re
 from bisect import bisect_left
 from typing import Collection
 
-from .model import Evidence, merge_lines
+from .model import Evidence, merge_spans
 from .pyfast import Around, Guard, line_hits
 from .pyfinder import Finder, memo
 from .pysnippets import Snippets, Unparseable, find_all
@@ -230,7 +230,9 @@ def _scan_whole(text: str, rules: PythonRules) -> tuple[list[Evidence], str | No
 
 def _evidence(f: Finder) -> list[Evidence]:
     out = []
-    for rule, lines in f.hits.items():
-        detail = f.first[rule] if len(lines) == 1 else f"{f.first[rule]} (and {len(lines) - 1} more lines)"
-        out.append(Evidence(rule, detail, merge_lines(lines)))
+    for rule, spans in f.hits.items():
+        ranges = merge_spans(spans)
+        count = sum(b - a + 1 for a, b in ranges)
+        detail = f.first[rule] if count == 1 else f"{f.first[rule]} (and {count - 1} more lines)"
+        out.append(Evidence(rule, detail, ranges))
     return out
