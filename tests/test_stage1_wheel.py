@@ -235,3 +235,37 @@ def test_setup_a_release_without_a_wheel(tmp_path):
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("setup-stage1.sh: PyPI has no torch==2.5.99 wheel for python 3.")
     assert sorted(p.name for p in tmp_path.iterdir()) == [".torch-2.5.99.lock"]
+
+
+def _cuda13_site(root):
+    """A site-packages in CUDA 13's layout (nvidia/cu13/{include,lib}, the packages' names
+    without -cu12), holding cuBLAS and NVRTC only."""
+    inc, lib = root / "nvidia" / "cu13" / "include", root / "nvidia" / "cu13" / "lib"
+    inc.mkdir(parents=True)
+    lib.mkdir()
+    (inc / "cublas_api.h").write_text("#define CUBLAS_VER_MAJOR 13\n#define CUBLAS_VER_MINOR 0\n"
+                                      "#define CUBLAS_VER_PATCH 2\n#define CUBLAS_VER_BUILD 14\n")
+    (inc / "cublas_v2.h").write_text('#include "cublas_api.h"\n')
+    (inc / "cublasLt.h").write_text("")
+    (inc / "nvrtc.h").write_text("/* no version macros: the dist-info says */\n")
+    for so in ("libcublas.so.13", "libcublasLt.so.13", "libnvrtc.so.13"):
+        (lib / so).write_bytes(b"\x7fELF")
+    (root / "nvidia_cuda_nvrtc-13.0.88.dist-info").mkdir()
+    return root
+
+
+def test_cuda_libraries_of_another_environment(stage1, tmp_path):
+    # -D TORCH_CUDA_LIBRARIES: compiled libraries only from that environment (its own layout),
+    # header-only ones from it or else from stage 1; what it lacks is missing, never stage 1's
+    site = _cuda13_site(tmp_path / "site")
+    libs = find_cuda_libraries(stage1, library_site=site)
+    assert libs["cublas"].version == "13.0.2.14"
+    assert libs["cublas"].include_dir == site / "nvidia" / "cu13" / "include"
+    assert libs["cublas"].libraries == (site / "nvidia" / "cu13" / "lib" / "libcublas.so.13",)
+    assert libs["cublasLt"].libraries == (site / "nvidia" / "cu13" / "lib" / "libcublasLt.so.13",)
+    assert libs["nvrtc"].found and libs["nvrtc"].version == "13.0.88"
+    assert not libs["nccl"].found and str(site) in libs["nccl"].missing  # not stage 1's 2.21.5
+    assert not libs["cudnn"].found
+    assert libs["cutlass"].found and libs["cutlass"].include_dir.is_relative_to(stage1.site_packages)
+    # without it, the stage-1 environment's own (CUDA 12) libraries
+    assert find_cuda_libraries(stage1)["cublas"].version == "12.4.5.8"

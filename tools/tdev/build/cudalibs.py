@@ -43,6 +43,7 @@ class LibrarySpec:
     package: str  # the pip distribution that ships it
     root: str  # relative to site-packages
     header: str  # relative to root/include: its presence proves the library
+    roots: tuple[str, ...] = ()  # other layouts, tried after root (CUDA 13's nvidia/cu13)
     include: str = "include"
     extra_include: tuple[str, ...] = ()
     libraries: tuple[str, ...] = ()  # globs relative to root (none: header-only)
@@ -112,15 +113,34 @@ class CudaLibrary:
                 "missing": self.missing or None}
 
 
-def find_cuda_libraries(stage1: Stage1Torch, data: CudaData | None = None) -> dict[str, CudaLibrary]:
-    """Every library of the data, found or not, as the stage-1 environment holds it."""
+def find_cuda_libraries(stage1: Stage1Torch, data: CudaData | None = None,
+                        library_site: Path | None = None) -> dict[str, CudaLibrary]:
+    """Every library of the data, found or not, as the stage-1 environment holds it.
+
+    ``library_site``: another site-packages that provides the compiled CUDA libraries (a
+    CUDA 13 environment for a release built with CUDA 12): a library with ``libraries`` is
+    looked up there only, so headers and libraries always come from one installation;
+    header-only ones (cutlass, cudnn-frontend) there first, then in the stage-1 environment."""
     data = data or load_data()
-    dists = _dist_versions(stage1.site_packages)
-    return {spec.name: _find(spec, stage1.site_packages, dists) for spec in data.libraries}
+    sites = [stage1.site_packages] if library_site is None else [library_site]
+    dists = {s: _dist_versions(s) for s in {stage1.site_packages, *sites}}
+    out = {}
+    for spec in data.libraries:
+        where = sites if spec.libraries or library_site is None else [library_site,
+                                                                      stage1.site_packages]
+        found = [_find(spec, s, dists[s]) for s in where]
+        out[spec.name] = next((f for f in found if f.found), found[0])
+    return out
 
 
 def _find(spec: LibrarySpec, site: Path, dists: Mapping[str, str]) -> CudaLibrary:
-    root = site / spec.root
+    """The library in the first of its layouts (``root``, then ``roots``) holding its header."""
+    tried = [_find_at(spec, site, r, dists) for r in (spec.root, *spec.roots)]
+    return next((t for t in tried if t.include_dir is not None), tried[0])
+
+
+def _find_at(spec: LibrarySpec, site: Path, rel_root: str, dists: Mapping[str, str]) -> CudaLibrary:
+    root = site / rel_root
     include = root / spec.include
     base = dict(name=spec.name, package=spec.package, settings=spec.settings)
     hint = f"({spec.absent})" if spec.absent else \
@@ -140,7 +160,9 @@ def _find(spec: LibrarySpec, site: Path, dists: Mapping[str, str]) -> CudaLibrar
     if spec.macros:
         version = read_macro_version(include / (spec.version_header or spec.header), spec.macros)
     else:
-        version = dists.get(normalize(spec.package))
+        # CUDA 13's packages dropped the suffix: nvidia-cuda-nvrtc-cu12 -> nvidia-cuda-nvrtc
+        version = dists.get(normalize(spec.package)) or \
+            dists.get(normalize(re.sub(r"-cu\d+$", "", spec.package)))
     if version is None and not problem:
         problem = (f"cannot read its version ({', '.join(spec.macros)} in "
                    f"{spec.version_header or spec.header})" if spec.macros
@@ -239,7 +261,8 @@ def nvcc_version(nvcc: Path) -> str:
     return m.group(1)
 
 
-def toolkit_warning(toolkit: CudaToolkit, stage1: Stage1Torch) -> str | None:
+def toolkit_warning(toolkit: CudaToolkit, stage1: Stage1Torch,
+                    library_site: Path | None = None) -> str | None:
     """A line when the toolkit's CUDA major is not the one the stage-1 wheel was built with."""
     if stage1.cuda_version is None:
         return (f"stage-1 torch {stage1.full_version} is a CPU build: its wheel brings no CUDA "
@@ -248,7 +271,9 @@ def toolkit_warning(toolkit: CudaToolkit, stage1: Stage1Torch) -> str | None:
         return None
     return (f"nvcc {toolkit.version} ({toolkit.nvcc}) is CUDA {toolkit.major}, the stage-1 torch "
             f"{stage1.full_version} was built with CUDA {stage1.cuda_version}: compiling with "
-            f"CUDA {toolkit.major} against the wheel's own math and collective libraries, with "
+            f"CUDA {toolkit.major} against "
+            + (f"the CUDA libraries of {library_site}" if library_site
+               else "the wheel's own math and collective libraries") + ", with "
             "the transitional patches of torch_patches/ (docs/standalone-build.md, Toolkit)")
 
 
@@ -264,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("show", help="the libraries and the toolkit of a stage-1 environment")
     s.add_argument("release")
     s.add_argument("--python", type=Path, help="the stage-1 python (default: see tdev.build.wheel)")
+    s.add_argument("--libraries", type=Path, metavar="SITE",
+                   help="a site-packages with the CUDA libraries (as -D TORCH_CUDA_LIBRARIES)")
     args = p.parse_args(argv)
 
     def run() -> int:
@@ -275,12 +302,12 @@ def main(argv: list[str] | None = None) -> int:
             from .wheel import find_stage1_torch
             stage1 = find_stage1_torch(args.python, args.release)
             print(f"stage 1: torch {stage1.full_version} (CUDA {stage1.cuda_version}) at {stage1.torch_dir}")
-            for lib in find_cuda_libraries(stage1).values():
+            for lib in find_cuda_libraries(stage1, library_site=args.libraries).values():
                 state = lib.version if lib.found else f"MISSING: {lib.missing}"
                 print(f"  {lib.name:15} {state}")
             toolkit = find_cuda_toolkit()
             print(f"toolkit: nvcc {toolkit.version} at {toolkit.home}")
-            warning = toolkit_warning(toolkit, stage1)
+            warning = toolkit_warning(toolkit, stage1, args.libraries)
             if warning:
                 print(f"warning: {warning}")
         return 0

@@ -29,6 +29,7 @@ from .targets import Setting, TargetSets, glob_match
 OPS_DEFINE = "TORCH_CUDA_OPS"
 PYTHON_DEFINE = "TORCH_PYTHON"
 LINK_DEFINE = "TORCH_LINK_STAGE1"  # OFF: link without the stage-1/CUDA libraries present
+LIBS_DEFINE = "TORCH_CUDA_LIBRARIES"  # a site-packages with the CUDA libraries (default: stage 1's)
 TRUE = ("1", "on", "yes", "true")
 FALSE = ("0", "off", "no", "false")
 # the libraries every ATen set links (the stock libtorch_cuda's NEEDED, less the optional ones)
@@ -54,9 +55,11 @@ class TorchStage1:
     op_units: tuple[str, ...] = ()
     op_generated: tuple[str, ...] = ()
     link_stage1: bool = True
+    library_site: Path | None = None  # None: the CUDA libraries of the stage-1 environment
 
     def to_dict(self) -> dict:
         return {"torch": self.torch.to_dict(), "link_stage1": self.link_stage1,
+                "cuda_libraries_site": str(self.library_site) if self.library_site else None,
                 "ops": list(self.ops) if self.ops is not None else None,
                 "settings": {n: {"on": f.on, "source": f.source} for n, f in self.features.items()}}
 
@@ -91,7 +94,13 @@ def resolve(settings, env: Mapping[str, str], manifest: Manifest, target_sets: T
     python = Path(d[PYTHON_DEFINE]) if d.get(PYTHON_DEFINE) else None
     torch = find_stage1_torch(python, manifest.torch_version, env,
                               python_from=ds.get(PYTHON_DEFINE, f"-D {PYTHON_DEFINE}"))
-    libraries = find_cuda_libraries(torch)
+    site = None
+    if d.get(LIBS_DEFINE):
+        site = Path(d[LIBS_DEFINE]).expanduser().resolve()
+        if not site.is_dir():
+            raise InputError(ds.get(LIBS_DEFINE, f"-D {LIBS_DEFINE}"),
+                             f"{site} is not a directory (a site-packages holding nvidia/...)")
+    libraries = find_cuda_libraries(torch, library_site=site)
     feats = features(target_sets, d, ds, libraries)
     link = _flag(d[LINK_DEFINE], ds.get(LINK_DEFINE, "-D")) if LINK_DEFINE in d else True
     ops, units, generated = None, (), ()
@@ -100,7 +109,7 @@ def resolve(settings, env: Mapping[str, str], manifest: Manifest, target_sets: T
         ops = resolve_ops(d[OPS_DEFINE], table, ds.get(OPS_DEFINE, f"-D {OPS_DEFINE}"))
         u, g = units_for(ops, table)
         units, generated = tuple(u), tuple(g)
-    return TorchStage1(torch, libraries, feats, ops, units, generated, link)
+    return TorchStage1(torch, libraries, feats, ops, units, generated, link, site)
 
 
 @dataclass(frozen=True)
@@ -180,13 +189,14 @@ def cmake_lines(t: TorchStage1, patched_include: str, generated_units: list[str]
                 codegen_dir: Path | None = None) -> list[str]:
     """The wheel-mode variables of stage 2's sources.cmake. Every path under the stage-1
     environment, the codegen directory or the PyTorch tree is written relative to
-    ``TDEV_SITE_PACKAGES``, ``TDEV_CODEGEN_DIR``, ``TDEV_TREE_DIR`` (defaults: this machine's),
+    ``TDEV_SITE_PACKAGES``, ``TDEV_CODEGEN_DIR``, ``TDEV_TREE_DIR`` (defaults: this machine's;
+    ``TDEV_CUDA_SITE`` for the CUDA libraries of ``-D TORCH_CUDA_LIBRARIES``),
     so the staged project configures elsewhere with ``-D`` of those (the headers carried
     there); ``TDEV_LINK_STAGE1`` likewise."""
     tor = t.torch
     libs = t.libraries
-    roots = [("TDEV_SITE_PACKAGES", tor.site_packages), ("TDEV_CODEGEN_DIR", codegen_dir),
-             ("TDEV_TREE_DIR", tree)]
+    roots = [("TDEV_CUDA_SITE", t.library_site), ("TDEV_SITE_PACKAGES", tor.site_packages),
+             ("TDEV_CODEGEN_DIR", codegen_dir), ("TDEV_TREE_DIR", tree)]
 
     def rel(p) -> str:
         for var, root in roots:
