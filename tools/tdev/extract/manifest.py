@@ -28,7 +28,7 @@ from typing import Any
 from basekit.docread import BadInput, load_json_text, read_regular
 from basekit.fs import PathEscapeError, safe_join
 
-from .layout import MANIFEST_NAME
+from .layout import MANIFEST_NAME, REPORT_NAME
 from .manifest_schema import SCHEMA, Entry, Manifest, ManifestError, parse
 
 __all__ = ["SCHEMA", "Entry", "Manifest", "ManifestError", "VerifyResult", "load", "load_manifest", "render",
@@ -184,6 +184,9 @@ def verify(out: str | Path) -> VerifyResult:
     ManifestError (bad input) for a manifest tdev did not write or a listed path that escapes."""
     out = Path(out)
     m = load_manifest(out)
+    if not m.entries:  # nothing to check is not a pass: every extraction lists its report
+        raise ManifestError(out / MANIFEST_NAME, f"lists no files (tdev extract always lists at least "
+                                                 f"{REPORT_NAME}); not a manifest tdev wrote")
     res = VerifyResult(str(out), torch=m.torch, raw=m.raw)
     for e in m.entries:
         try:
