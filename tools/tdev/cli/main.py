@@ -20,6 +20,7 @@ COMMANDS = {
     "scaffold": "scaffold_cmd",
     "route": "route_cmd",
     "link-check": "linkcheck_cmd",
+    "registrations": "registrations_cmd",
 }
 
 

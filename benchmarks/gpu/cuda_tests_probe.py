@@ -1,0 +1,59 @@
+"""What a process running PyTorch's CUDA tests really loaded (benchmarks/gpu/cuda_tests.sh).
+
+``python -m cuda_tests_probe``: imports torch, runs a few CUDA operations and prints the torch and
+CUDA libraries the process maps. As a pytest plugin (``-p cuda_tests_probe``) it writes the same
+list for the test process itself at the end of the session into $OUT/maps_<pid>.txt and fails the
+session when a torch CUDA library is mapped from anywhere but the runtime under test (TDEV_RT).
+"""
+from __future__ import annotations
+
+import os
+import re
+
+WATCH = re.compile(r"/(lib(torch|c10|caffe2)[^/]*\.so[^/]*|libcu[^/]*|libnccl[^/]*|libnvrtc[^/]*|"
+                   r"libcudnn[^/]*|_C[^/]*\.so|_CUDAC[^/]*\.so)$")
+
+
+def mapped() -> list[str]:
+    with open("/proc/self/maps", encoding="utf-8") as f:
+        paths = {line.split(None, 5)[5].strip() for line in f if len(line.split(None, 5)) == 6}
+    return sorted(p for p in paths if WATCH.search(p))
+
+
+def foreign(paths: list[str]) -> list[str]:
+    """torch's own CUDA libraries mapped from outside the runtime under test."""
+    root = os.environ.get("TDEV_RT", "/tmp/rt/site")
+    own = ("libtorch_cuda", "libc10_cuda", "libcaffe2_nvrtc", "libtorch_cuda_linalg")
+    return [p for p in paths if os.path.basename(p).startswith(own) and not p.startswith(root)]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    paths = mapped()
+    out = os.environ.get("OUT", ".")
+    with open(os.path.join(out, f"maps_{os.getpid()}.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join(paths) + "\n")
+    bad = foreign(paths)
+    if bad:
+        print("cuda_tests_probe: FOREIGN torch CUDA libraries mapped: " + ", ".join(bad))
+        session.exitstatus = 3
+
+
+def main() -> int:
+    import torch
+    print("torch", torch.__version__, "from", os.path.dirname(torch.__file__))
+    print("cuda", torch.version.cuda, "available", torch.cuda.is_available(),
+          "devices", torch.cuda.device_count())
+    x = torch.arange(6, dtype=torch.float32, device="cuda").reshape(2, 3)
+    print("add", (x + x).cpu().tolist())
+    print("mm", (x @ x.T).cpu().tolist())
+    print("sum", x.sum().item(), "softmax", torch.softmax(x, 1)[0].cpu().tolist())
+    print("cublas ok; cudnn", torch.backends.cudnn.version())
+    paths = mapped()
+    print("\n".join(paths))
+    bad = foreign(paths)
+    print("foreign:", bad or "none")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
