@@ -164,7 +164,8 @@ def test_two_vendors_differ_only_where_their_profiles_do(tmp_path):
     only the HAL, the SDK lookup, the declared API header, the
     vendor name and description, the default routes, the collective library, what the
     profiles' vendor_kernels say differently (cuda: unlisted operators go to the vendor, hot ones
-    unboxed, direct or presized, casts through the direct _foreach_copy_) and cuda's
+    unboxed, direct or presized, casts through the direct _foreach_copy_; the view test names the
+    unboxed ones) and cuda's
     device_count_probe (the HAL, _config.py) differ;
     every other file is byte for byte the same."""
     a = scaffold("metax", out=tmp_path / "a", name="torch_x", device="xdev")
@@ -178,7 +179,7 @@ def test_two_vendors_differ_only_where_their_profiles_do(tmp_path):
                       "csrc/aten/Unboxed.cpp",
                       "csrc/distributed/Collectives.cpp", "csrc/distributed/Collectives.h",
                       "csrc/runtime/HAL.cpp", "pyproject.toml",
-                      "setup.py", "torch_x/__init__.py", "torch_x/_config.py", "torch_x/backends.conf",
+                      "setup.py", "tests/test_views.py", "torch_x/__init__.py", "torch_x/_config.py", "torch_x/backends.conf",
                       "torch_x/device/amp.py", "torch_x/distributed.py"]
 
 
