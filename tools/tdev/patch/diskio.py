@@ -7,6 +7,7 @@ import fcntl
 import os
 import stat
 import time
+from typing import Callable
 
 from basekit import fs
 from basekit.docread import BadInput
@@ -44,9 +45,14 @@ def refuse_link(path: str, what: str) -> None:
 
 
 class TreeLock:
-    def __init__(self, root: str, *, wait: float = 0.0, shared: bool = False):
+    """The lock; ``on_acquire`` runs once it is held (or, for a reader, once no lock file was
+    found): what the tree holds is read from then on, never from before a wait."""
+
+    def __init__(self, root: str, *, wait: float = 0.0, shared: bool = False,
+                 on_acquire: Callable[[], None] | None = None):
         self.path = os.path.join(root, LOCK_NAME)
         self.wait, self.shared, self.fd = wait, shared, None
+        self.on_acquire = on_acquire
 
     def _open(self) -> int | None:
         flags = (os.O_RDONLY if self.shared else os.O_RDWR | os.O_CREAT) | os.O_NOFOLLOW | os.O_NONBLOCK
@@ -64,11 +70,21 @@ class TreeLock:
         return fd
 
     def __enter__(self) -> "TreeLock":
+        self._take()
+        if self.on_acquire is not None:
+            try:
+                self.on_acquire()
+            except BaseException:
+                self.__exit__(None, None, None)
+                raise
+        return self
+
+    def _take(self) -> None:
         deadline = time.monotonic() + self.wait
         while True:
             fd = self._open()
             if fd is None:
-                return self  # a reader finds no lock file: nobody is writing
+                return  # a reader finds no lock file: nobody is writing
             try:
                 fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -91,7 +107,7 @@ class TreeLock:
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
             self.fd = fd
-            return self
+            return
 
     def __exit__(self, *exc) -> None:
         if self.fd is None:

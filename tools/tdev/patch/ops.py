@@ -202,8 +202,8 @@ def check(series_dir: Path | str | None, torch_src: Path | str, *, command: str 
 def _check(series_dir, torch_src, command: str, fuzz: int, wait: float) -> SeriesReport:
     series = load_series(series_dir)
     tree = open_tree(torch_src, series)
-    version = tree_version(tree.root)
     with tree.lock(wait=wait, shared=True):
+        version = tree_version(tree.root)
         p = survey(series, tree, fuzz=fuzz, version=version)
     return _report(command, series, tree, version, p,
                    _failure(p.results, unwanted="", hint=""))
@@ -230,10 +230,10 @@ def _write_series(command: str, series_dir, torch_src, skip_done: bool, fuzz: in
                   wait: float) -> SeriesReport:
     series = load_series(series_dir)
     tree = open_tree(torch_src, series)
-    version = tree_version(tree.root)
     reverse = command == "unapply"
-    with tree.lock(wait=wait):
+    with tree.lock(wait=wait):  # everything below reads the tree as the run before us left it
         restored = tree.recover()
+        version = tree_version(tree.root)
         warnings = [f"rolled back an interrupted run ({len(restored)} files restored)"] if restored else []
         owners = _owners(tree)
         keep = frozenset(own.kept_by_others(owners, series)) if reverse else frozenset()

@@ -174,18 +174,20 @@ def new(series_dir: Path | str | None, torch_src: Path | str, name: str, *, desc
     header = render_meta(description, why, upstream, applies_to)
     result = _write_patch("new", target, header, files, 1, series, filename)
     if result.ok:
-        _own_new_patch(tree, series, filename)
+        _own_new_patch(tree, series, filename, wait)
     return result
 
 
-def _own_new_patch(tree: Tree, series: Series, name: str) -> None:
-    """Add the new patch to the series' record of what it put into the tree (if it has one)."""
-    text = tree.read(owners.OWNERS)
-    if text is None:
-        return
-    record = owners.after_new(owners.parse(text, os.path.join(tree.real, owners.OWNERS)), series, name)
-    if record is not None:
-        with tree.lock():
+def _own_new_patch(tree: Tree, series: Series, name: str, wait: float) -> None:
+    """Add the new patch to the series' record of what it put into the tree (if it has one);
+    the record is read under the lock that its write holds, so no other run's update is lost."""
+    with tree.lock(wait=wait):
+        tree.recover()
+        text = tree.read(owners.OWNERS)
+        if text is None:
+            return
+        record = owners.after_new(owners.parse(text, os.path.join(tree.real, owners.OWNERS)), series, name)
+        if record is not None:
             write_atomic(tree.resolve(owners.OWNERS, internal=True),
                          encode(owners.render(record).text or ""), 0o644)
 

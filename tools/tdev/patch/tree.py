@@ -16,7 +16,9 @@ If a write fails the journal is played back at once. If the process dies (kill -
 loss) the journal stays, and the next run that takes the lock plays it back first: it sweeps
 the temporary files of every entry, puts each file back (content, mode, mtime), removes the
 directories the run created, so the tree is as it was, with nothing of the killed run left.
-Read-only commands read through a pending journal and warn about it. The journal is validated
+Read-only commands read through a pending journal and warn about it. Nothing the tree holds
+(files, the journal, tdev's state) is read before the lock is held: a run that waited for it
+reads afresh what the run before it left. The journal is validated
 before use (:mod:`tdev.patch.journal`); state paths that are symlinks are refused.
 
 The lock is ``fcntl.flock`` on ``.tdev-patch.lock`` in the tree's root (never followed if it
@@ -61,6 +63,15 @@ class Tree:
         self.real = os.path.realpath(self.root)
         self._cache: dict[str, str | None] = {}
         self._real_dirs: dict[str, str] = {}  # directory (relative) -> its real path
+        self._check_state_paths()
+        # what an interrupted run's journal will restore; read once the lock is held (lock())
+        self.overlay: dict[str, bytes | None] = {}
+
+    def _reload(self) -> None:
+        """Forget everything read so far and read the state again: called once the lock is held,
+        so that a run which waited sees what the run before it committed (and not the journal
+        that run had on disk while it was writing)."""
+        self._cache, self._real_dirs, self.overlay = {}, {}, {}
         self._check_state_paths()
         self.overlay = self._pending_journal()
 
@@ -153,7 +164,8 @@ class Tree:
             return None
 
     def lock(self, *, wait: float = 0.0, shared: bool = False) -> TreeLock:
-        return TreeLock(self.real, wait=wait, shared=shared)
+        """The tree's lock; once it is held every read starts afresh (see :meth:`_reload`)."""
+        return TreeLock(self.real, wait=wait, shared=shared, on_acquire=self._reload)
 
     # ---- the journal ------------------------------------------------------------------------
     def _journal_path(self, name: str = "journal") -> str:
@@ -180,11 +192,10 @@ class Tree:
         for leftover in ("journal.new", "journal.done"):
             shutil.rmtree(self._journal_path(leftover), ignore_errors=True)
         manifest = self._load_journal()
+        restored = [] if manifest is None else self._rollback(manifest)
         if manifest is None:
             self._tidy_state_dir()
-            return []
-        restored = self._rollback(manifest)
-        self.overlay, self._cache, self._real_dirs = {}, {}, {}
+        self.overlay, self._cache, self._real_dirs = {}, {}, {}  # the tree on disk is the truth now
         return restored
 
     def _rollback(self, manifest: jn.Manifest) -> list[str]:
