@@ -333,8 +333,9 @@ def test_cli_bad_input_is_exit_2(stage1_py, tmp_path):
 
 
 def test_cli_a_damaged_library_or_dump_is_never_clean(stage1_py, tmp_path):
-    """A truncated library and a dump holding a name that is not UTF-8, checked with the whole
-    stage 1: one line naming the file, exit 2 (not "closure: OK" on 0 references)."""
+    """A truncated library, a dump holding a name that is not UTF-8, and no library at all,
+    checked with the whole stage 1: one line naming the file, exit 2 (not "closure: OK" on 0
+    references)."""
     lib = _compile(tmp_path, "whole", "int tdev_f(int x) { return x + 1; }\n")
     cut = tmp_path / "libcut.so"
     cut.write_bytes(lib.read_bytes()[: lib.stat().st_size // 2])
@@ -347,4 +348,7 @@ def test_cli_a_damaged_library_or_dump_is_never_clean(stage1_py, tmp_path):
         r = _tdev("link-check", "--libs", str(bad), "--stage1-python", str(stage1_py))
         assert r.returncode == 2 and str(bad) in r.stderr, (r.returncode, r.stdout[-1000:], r.stderr[-2000:])
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    # "--libs ," names no library: not a subset check of nothing that passes
+    r = _tdev("link-check", "--libs", ",", "--subset", "--stage1-python", str(stage1_py))
+    assert r.returncode == 2 and "--libs: names no library" in r.stderr, (r.returncode, r.stdout[-1000:])
 

@@ -45,14 +45,18 @@ def test_truncated_system_library_is_bad_input(tmp_path):
         assert isinstance(read_or_error(cut, True), InputError), size
 
 
+def _layout(path: Path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return check_elf(fd, os.fstat(fd).st_size, str(path))
+    finally:
+        os.close(fd)
+
+
 def _regions(path: Path) -> list[tuple[int, int, str]]:
     """(start, end, kind) of the parts of the file: "content" (symbol, string and version tables
     and .dynamic, where another valid value is possible), "structure" (headers, section names)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        layout = check_elf(fd, os.fstat(fd).st_size, str(path))
-    finally:
-        os.close(fd)
+    layout = _layout(path)
     head = path.read_bytes()[:64]
     phoff, shoff = struct.unpack_from("<QQ", head, 32)
     phnum, shnum = struct.unpack_from("<H", head, 56)[0], struct.unpack_from("<H", head, 60)[0]
@@ -130,7 +134,19 @@ def test_a_library_without_dynamic_symbols_or_not_a_library(tmp_path, small_lib)
     data = bytearray(small_lib.read_bytes())
     data[40:48] = bytes(8)  # e_shoff = 0: no section headers
     stripped.write_bytes(bytes(data))
+    many = tmp_path / "many.so"  # e_shnum 0: the count is section 0's sh_size, here 2**40
+    data = bytearray(small_lib.read_bytes())
+    shoff = struct.unpack_from("<Q", data, 40)[0]
+    data[60:62] = bytes(2)
+    data[shoff + 32:shoff + 40] = struct.pack("<Q", 1 << 40)
+    many.write_bytes(bytes(data))
+    no_dynsym = tmp_path / "nodynsym.so"  # .dynsym's type made SHT_PROGBITS
+    data = bytearray(small_lib.read_bytes())
+    dynsym = next(s for s in _layout(small_lib).sections if s.name == ".dynsym")
+    data[shoff + 64 * dynsym.index + 4:shoff + 64 * dynsym.index + 8] = struct.pack("<I", 1)
+    no_dynsym.write_bytes(bytes(data))
     for path, message in ((obj, "not a shared library"), (stripped, "no section headers"),
+                          (many, f"{1 << 40} sections"), (no_dynsym, "0 sections of .dynsym's type"),
                           (tmp_path / "a.c", "neither an ELF file")):
         with pytest.raises(InputError, match=message) as e:
             elfsyms.read_table(path)

@@ -51,6 +51,7 @@ def _corrupt_dumps(lines: list[bytes]) -> dict[str, tuple[bytes, str]]:
         "other-format": (_gz(b'{"format": "something-else"}\n', *rows), "no header line"),
         "version": (_gz(json.dumps({**fields, "version": 2}).encode() + b"\n", *rows), "dump version 2"),
         "count": (_gz(json.dumps({**fields, "count": 10 ** 12}).encode() + b"\n", *rows), "count malformed"),
+        "path": (_gz(json.dumps({**fields, "path": "lib\nclosure: OK"}).encode() + b"\n", *rows), "path"),
         "fewer": (_gz(*lines[:-1]), "dump truncated"),
         "more": (_gz(*lines, rows[0]), "more symbols than the header's"),
         "utf8": (_gz(head, rows[0].replace(b'"', b'"\xff', 1), *rows[1:]), "not valid UTF-8"),

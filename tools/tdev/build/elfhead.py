@@ -27,6 +27,7 @@ from basekit.errors import InputError
 SHT_NOBITS, SHT_STRTAB, SHT_SYMTAB, SHT_DYNSYM, SHT_DYNAMIC = 8, 3, 2, 11, 6
 SHT_VERSYM, SHT_VERNEED, SHT_VERDEF = 0x6FFFFFFF, 0x6FFFFFFE, 0x6FFFFFFD
 PT_LOAD, PT_DYNAMIC = 1, 2
+MAX_SECTIONS = 1 << 20  # a linked library has a few dozen
 DT_NULL, DT_NEEDED, DT_STRTAB, DT_SYMTAB, DT_STRSZ, DT_SYMENT, DT_SONAME = 0, 1, 5, 6, 10, 11, 14
 DT_VERSYM, DT_VERDEF, DT_VERNEED = 0x6FFFFFF0, 0x6FFFFFFC, 0x6FFFFFFE
 DT_VERDEFNUM, DT_VERNEEDNUM = 0x6FFFFFFD, 0x6FFFFFFF
@@ -130,7 +131,7 @@ def _sections(f: _File, fmt: Format, shoff: int, shnum: int, shstrndx: int) -> l
         shnum = first[5]
     if shstrndx == 0xFFFF:
         shstrndx = first[6]
-    if not 0 < shnum <= f.size // entry or not 0 < shstrndx < shnum:
+    if not 0 < shnum <= min(f.size // entry, MAX_SECTIONS) or not 0 < shstrndx < shnum:
         raise f.bad(f"damaged ELF header: {shnum} sections, names in section {shstrndx}")
     table = f.read(shoff, shnum * entry, "the section header table")
     raw = [struct.unpack_from(fmt.section, table, i * entry) for i in range(shnum)]

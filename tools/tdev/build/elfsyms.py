@@ -329,7 +329,7 @@ def _header(no: int, line: bytes, where: str) -> dict:
     if head.get("version") != DUMP_VERSION:
         raise InputError(where, f"dump version {ascii(head.get('version'))[:40]}; this reader reads {DUMP_VERSION}")
     needed, soname, count = head.get("needed"), head.get("soname"), head.get("count")
-    if not (isinstance(head.get("path"), str) and isinstance(needed, list)
+    if not (isinstance(head.get("path"), str) and head["path"].isprintable() and isinstance(needed, list)
             and all(isinstance(n, str) and n and not bad_name(n) for n in needed)
             and (soname is None or isinstance(soname, str) and soname and not bad_name(soname))
             and isinstance(head.get("has_symtab"), bool) and isinstance(head.get("full"), bool)

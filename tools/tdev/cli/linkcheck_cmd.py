@@ -136,7 +136,10 @@ def _standalone(args: argparse.Namespace) -> list[Path]:
         return build_libraries(args.build, load_data())
     if not args.libs:
         raise InputError("link-check", "give --build DIR or --libs A.so,B.dump (or --dump-symbols LIB)")
-    return _paths(args.libs)
+    libs = _paths(args.libs)
+    if not libs:
+        raise InputError("--libs", "names no library")
+    return libs
 
 
 def _paths(items: list[str]) -> list[Path]:
