@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import stat
 import subprocess
 import sysconfig
 import tempfile
@@ -26,7 +27,7 @@ from basekit.errors import InputError
 
 from .conformance import DeclaredSection, conformance_unit
 from .profiles import ProfileError, VendorProfile, parse_profile
-from .userwork import read_marker
+from .userwork import MARKER, read_marker
 
 CONFORMANCE_UNIT = "profile-declarations-vs-sdk.cpp"  # generated in a temporary directory
 
@@ -84,7 +85,7 @@ def syntax_check(package_dir: Path, jobs: int = 2, declared_only: bool = False,
     SDK or the simulator is available. ``progress(done, total)`` is called as units finish."""
     env = dict(os.environ if env is None else env)
     package_dir = Path(package_dir).resolve()
-    info = read_marker(package_dir).info
+    info = _checked_info(package_dir)
     cxx = compiler or env.get("CXX") or "g++"
     if shutil.which(cxx) is None:
         raise CheckError(f"{cxx}: C++ compiler not found (set CXX)")
@@ -97,6 +98,9 @@ def syntax_check(package_dir: Path, jobs: int = 2, declared_only: bool = False,
                 Path(sysconfig.get_paths()["include"])]
     flags = ["-std=c++20", "-fsyntax-only", *[f"-I{p}" for p in includes]]
     sources = sorted((package_dir / "csrc").rglob("*.cpp"))
+    if not sources:
+        raise CheckError(f"{package_dir / 'csrc'}: no C++ units to check (the package is incomplete; "
+                         "scaffold it again)")
     if against == "declared":  # the simulator implements its real header, not the declared one
         sources = [s for s in sources if "simulator" not in s.relative_to(package_dir).parts]
     with tempfile.TemporaryDirectory(prefix="tdev-check-") as tmp:
@@ -108,8 +112,15 @@ def syntax_check(package_dir: Path, jobs: int = 2, declared_only: bool = False,
             sources = [s for s in sources if s.as_posix().endswith(only)]
 
         def run(src: Path) -> UnitResult:
-            p = subprocess.run([cxx, *flags, str(src)], capture_output=True, text=True)
             name = src.name if src.parent == Path(tmp) else str(src.relative_to(package_dir))
+            try:
+                regular = stat.S_ISREG(os.stat(src).st_mode)
+            except OSError:
+                regular = False
+            if not regular:  # a FIFO or a link to a device would block the compiler
+                return UnitResult(name, False, "not a regular file: not compiled")
+            p = subprocess.run([cxx, *flags, str(src)], capture_output=True, text=True,
+                               errors="replace", stdin=subprocess.DEVNULL)
             return UnitResult(name, p.returncode == 0, (p.stdout + p.stderr).strip())
 
         units = _run_all(run, sources, jobs, progress or (lambda done, total: None))
@@ -118,6 +129,22 @@ def syntax_check(package_dir: Path, jobs: int = 2, declared_only: bool = False,
                        headers=unit.headers if checked else (),
                        declarations_checked=unit.checked if checked else 0,
                        more_includes=tuple(extra))
+
+
+def _checked_info(package_dir: Path) -> dict:
+    """The marker's record, with the fields the check reads of the types scaffold writes;
+    CheckError naming the marker otherwise."""
+    info = dict(read_marker(package_dir).info)
+    where = package_dir / MARKER
+    kinds = {"vendor": str, "runtime_header": str, "sdk_include": str, "simulator": bool,
+             "sdk_env": list, "profile_info": dict, "profile": str}
+    for key, kind in kinds.items():
+        if key in info and not isinstance(info[key], kind):
+            raise CheckError(where, f"{key}: expected a {kind.__name__}, got {type(info[key]).__name__}; "
+                             "not a marker tdev wrote")
+    if not all(isinstance(v, str) for v in info.get("sdk_env", [])):
+        raise CheckError(where, "sdk_env: expected a list of variable names; not a marker tdev wrote")
+    return info
 
 
 def _run_all(run: Callable[[Path], UnitResult], sources: list[Path], jobs: int,
