@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from basekit.docread import BadInput
+from basekit.fs import relpath_problem
 
 from .layout import MANIFEST_NAME, LayoutError, check_relpath
 
@@ -138,6 +139,9 @@ def plain_path(rel: Any, where: str) -> str:
             raise LayoutError(f"{rel!r:.60} is not a plain relative path")
     except LayoutError as err:
         raise ManifestError(where, f"refused: {err}") from None
+    problem = relpath_problem(rel)  # the bounds: length, depth, name length
+    if problem is not None:
+        raise ManifestError(where, f"refused: {problem}")
     return rel
 
 
