@@ -175,7 +175,7 @@ def added_paths(out: Path, written: set[str]) -> list[str]:
     dirs = {str(Path(rel).parent.as_posix()) for rel in written}
     parents = set()
     for d in dirs:
-        while d not in ("", "."):
+        while d not in ("", ".") and d not in parents:  # read_marker admits relative paths only
             parents.add(d)
             d = os.path.dirname(d)
     found: list[str] = []
