@@ -153,3 +153,57 @@ def test_search_fit_takes_the_earlier_of_two_equally_near_places():
     assert [(r.line, r.offset) for r in results] == [(r.line, r.offset) for r in res.hunks] == [(at - 4, -5)]
     assert change.text == text and text.count("line 20 changed") == 1
     assert text.index("line 20 changed") < text.index("y 1")
+
+
+def _twice(old: str, new: str, in_tree: bool | None = None):
+    """(state on the old text, state on the new text, the text a second forward fit would give)."""
+    fp = make_file_patch("f", old, new)
+    first, att = classify((fp,), _reader(old))
+    assert first == "applies" and att.changes["f"].text == new
+    second, att = classify((fp,), _reader(new), in_tree=in_tree)
+    return first, second, att.changes.get("f")
+
+
+def test_a_hunk_appending_at_the_end_is_not_applied_twice():
+    """The fuzzer's minimal case: `a` -> `a, xxxxx, TAB, a, c`. The hunk has one context line
+    before the added ones and none after: it fits only at the end of the file, so after the
+    apply its forward no longer fits there and its reverse says it is in."""
+    assert _twice("a\n", "a\nxxxxx\n\t\na\nc\n")[1] == "applied"
+    (hunk,) = make_file_patch("f", "a\n", "a\nxxxxx\n\t\na\nc\n").hunks
+    assert hunk.anchored() == (False, True)
+
+
+def test_a_namespace_block_appended_to_a_file_is_not_applied_twice():
+    old = "#include <x.h>\n\nnamespace at {\nvoid f();\n} // namespace at\n"
+    new = old + "\nnamespace at {\nvoid g();\n} // namespace at\n"
+    assert _twice(old, new)[1] == "applied"
+
+
+def test_lines_inserted_at_the_start_fit_only_there():
+    old = "b\nc\nd\ne\n"
+    new = "a\nb\n" + old
+    first, second, _ = _twice(old, new)
+    assert second == "applied"
+    (hunk,) = make_file_patch("f", old, new).hunks
+    assert hunk.anchored() == (True, False)
+
+
+def test_a_hunk_before_a_missing_final_newline_is_not_a_fit():
+    """The hunk's old line ends with a newline, the file's last line has none: no match there
+    (the patch that takes the newline away is then seen applied, not applied again)."""
+    assert _twice("a\n", "a")[1] == "applied"
+    fp = make_file_patch("f", "x\na\n", "x\nb\n")
+    res, _ = apply_file("x\na", fp)
+    assert not res.ok and res.failure().endswith("the final newline of the file differs from the patch's")
+
+
+def test_where_the_patch_and_its_reverse_both_fit_the_caller_decides():
+    """Six `a` -> seven `a`, the added line in the middle: it repeats its context, so the text
+    fits both ways where the diff says; tdev's record of what it applied decides (in_tree)."""
+    old, new = "x\n" + "a\n" * 6 + "y\n", "x\n" + "a\n" * 7 + "y\n"
+    _, (fp,) = parse_diff("--- a/f\n+++ b/f\n@@ -2,6 +2,7 @@\n a\n a\n a\n+a\n a\n a\n a\n")
+    assert apply_file(old, fp)[1].text == new
+    assert classify((fp,), _reader(new))[0] == "applies"  # without a record: the forward
+    assert classify((fp,), _reader(new), in_tree=True)[0] == "applied"
+    assert classify((fp,), _reader(new), in_tree=False)[0] == "applies"
+    assert classify((fp,), _reader(new), direction="reverse", in_tree=False)[0] == "applied"

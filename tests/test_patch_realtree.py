@@ -206,3 +206,34 @@ def test_a_vendor_series_debians_own_patches(tree_copy, debian_patch_series, tmp
     nothing = tdev("patch", "unapply", *series, "--skip-unapplied", "--json")
     assert nothing.returncode == 0 and json.loads(nothing.stdout)["changed"] == []
     assert tree_hash(tree) == pristine
+
+
+def test_a_block_appended_at_a_files_end_applies_once(tree_copy, tmp_path):
+    """A patch appending a `namespace at { ... } // namespace at` block to a real header, in a
+    series with the shipped patches: status says applied after apply, a second apply is
+    refused as already applied (and --skip-applied writes nothing), unapply restores the bytes."""
+    tree, pristine = tree_copy
+    header = "aten/src/ATen/cuda/CUDAEvent.h"
+    upstream = (tree / header).read_text()
+    block = "\nnamespace at {\nvoid tdev_probe();\n} // namespace at\n"
+    append = render_meta("declare a probe", "test", "not-needed", ">=2.6") + \
+        format_file_patch(make_file_patch(header, upstream, upstream + block))
+    series = make_series(tmp_path / "series", {
+        SHIPPED[0]: (shipped_series_dir() / SHIPPED[0]).read_text(),
+        "0002-append-namespace-block.patch": append,
+        SHIPPED[1]: (shipped_series_dir() / SHIPPED[1]).read_text()})
+    args = ("--series", str(series), "--torch-src", str(tree))
+    first = tdev("patch", "apply", *args)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert (tree / header).read_text() == upstream + block
+    after = tree_hash(tree)
+    status = tdev("patch", "status", "--json", *args)
+    assert [p["state"] for p in json.loads(status.stdout)["patches"]] == ["applied"] * 3
+    again = tdev("patch", "apply", *args)
+    assert again.returncode == 1 and "already applied" in again.stdout
+    skipped = tdev("patch", "apply", "--skip-applied", *args)
+    assert skipped.returncode == 0, skipped.stdout + skipped.stderr
+    assert tree_hash(tree) == after and (tree / header).read_text().count("tdev_probe") == 1
+    done = tdev("patch", "unapply", *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert tree_hash(tree) == pristine

@@ -15,7 +15,10 @@ file: such a hunk fits anywhere, so then a reverse that fits exactly, the added 
 diff puts them, says the patch is already applied); otherwise, if its reverse fits without fuzz it is already applied; otherwise, if the
 forward fits with offsets or fuzz it applies (reported); otherwise it conflicts and the first
 failing hunk says why. Checking the reverse before accepting a moved or fuzzed forward match
-keeps a patch that only adds lines from being applied twice.
+keeps a patch that only adds lines from being applied twice. A hunk with fewer context lines at
+one end than at the other fits only at that end of the file (``Hunk.anchored``): one that
+appends to a file never fits again after its own added lines. Where both the patch and its
+reverse fit exactly, the caller's knowledge of what is in decides (``classify``'s ``in_tree``).
 """
 from __future__ import annotations
 
@@ -44,6 +47,7 @@ class Attempt:
 
     files: list[FileResult] = field(default_factory=list)
     changes: dict[str, FileChange] = field(default_factory=dict)
+    blind: bool = False  # "applies" rests on hunks without old lines, which fit any text
 
     @property
     def ok(self) -> bool:
@@ -61,11 +65,15 @@ class Attempt:
         return next((f.failure() for f in self.files if not f.ok), "")
 
 
-def _find(lines: list[str], old: list[str], expected: int, lo: int, eof_only: bool) -> int | None:
-    """Index where ``old`` occurs in ``lines`` at or after ``lo``, nearest to ``expected``."""
+def _find(lines: list[str], old: list[str], expected: int, lo: int, eof_only: bool,
+          sof_only: bool = False) -> int | None:
+    """Index where ``old`` occurs in ``lines`` at or after ``lo``, nearest to ``expected``
+    (``eof_only``: ending at the end of the file, ``sof_only``: starting at its start)."""
     n, hi = len(old), len(lines) - len(old)
     if hi < lo:
         return None
+    if sof_only:
+        return 0 if lo == 0 and (hi == 0 or not eof_only) and lines[:n] == old else None
     if eof_only:
         return hi if lines[hi:] == old else None
     if n == 0:
@@ -109,16 +117,22 @@ def _fit_hunk(lines: list[str], eol: bool, hunk: Hunk, delta: int, lo: int, fuzz
     base = hunk.old_start if hunk.old_len == 0 else hunk.old_start - 1
     previous = None
     for f in range(fuzz + 1):
-        top, bot = min(f, lead), min(f, trail)
-        if (top, bot) == previous:
+        at_start, at_end = hunk.anchored(f)  # an anchored end keeps all its context
+        top, bot = 0 if at_start else min(f, lead), 0 if at_end else min(f, trail)
+        if (top, bot, at_start, at_end) == previous:
             break  # no more context to drop
-        previous = (top, bot)
+        previous = (top, bot, at_start, at_end)
         part = body[top:len(body) - bot]
         old_part = [ln for ln in part if ln.tag != "+"]
         old_no_eol = bot == 0 and bool(old_part) and old_part[-1].no_eol
         if old_no_eol and eol:
             continue  # the hunk expects a file without a final newline
-        p = _find(lines, [ln.text for ln in old_part], base + top + delta, lo, old_no_eol)
+        # the file's last line lacks the newline the hunk's last old line has: not a match there
+        open_end = not eol and not old_no_eol and bool(old_part)
+        if open_end and at_end:
+            continue
+        p = _find(lines[:-1] if open_end else lines, [ln.text for ln in old_part], base + top + delta,
+                  lo, old_no_eol or at_end, at_start)
         if p is not None:
             return p, top, bot, f
     return None
@@ -202,22 +216,31 @@ def attempt(files: tuple[FilePatch, ...] | list[FilePatch], read: Reader, fuzz: 
 
 
 def classify(files: tuple[FilePatch, ...], read: Reader, fuzz: int = 0,
-             direction: Direction = "forward") -> tuple[PatchState, Attempt]:
+             direction: Direction = "forward", in_tree: bool | None = None) -> tuple[PatchState, Attempt]:
     """Where a patch stands relative to the current texts, going in ``direction``.
 
     Returns ("applies", attempt with the changes to make), ("applied", attempt of the
     reverse) or ("conflict", the failed forward attempt). For ``direction="reverse"`` the
-    roles swap: "applies" means the patch can be taken out, "applied" that it is not in."""
+    roles swap: "applies" means the patch can be taken out, "applied" that it is not in.
+
+    When the patch and its reverse both fit exactly where the diff says (the added lines
+    repeat the lines around them: ``a`` -> ``a a``), the texts cannot tell; ``in_tree`` (what
+    the caller knows, e.g. tdev's record of what it applied) decides: True reads the patch as
+    in, False as not in, None as the direction's own ("applies")."""
     fwd_files = tuple(files) if direction == "forward" else tuple(f.reversed() for f in files)
+    rev_files = tuple(files) if direction == "reverse" else tuple(f.reversed() for f in files)
     fwd = attempt(fwd_files, read, fuzz)
     blind = fwd.exact and any(_anchorless(h) for fp in fwd_files if not fp.is_new for h in fp.hunks)
     if fwd.exact and not blind:
-        return "applies", fwd
-    rev_files = tuple(files) if direction == "reverse" else tuple(f.reversed() for f in files)
+        if in_tree is None or in_tree == (direction == "reverse"):
+            return "applies", fwd
+        rev = attempt(rev_files, read, 0)
+        return ("applied", rev) if rev.exact else ("applies", fwd)
     rev = attempt(rev_files, read, 0)
     if rev.ok and (rev.exact or not blind):
         return "applied", rev
     if fwd.ok:
+        fwd.blind = any(_anchorless(h) for fp in fwd_files if not fp.is_new for h in fp.hunks)
         return "applies", fwd
     return "conflict", fwd
 

@@ -55,6 +55,19 @@ class Hunk:
     def new_lines(self) -> list[Line]:
         return [ln for ln in self.lines if ln.tag != "-"]
 
+    def anchored(self, fuzz: int = 0) -> tuple[bool, bool]:
+        """Whether the hunk must fit at the start and at the end of the file. A diff gives a hunk
+        fewer context lines at one end than at the other only where the file ends there, so such
+        a hunk belongs there (GNU patch's rule): one that appends to a file fits only at its end,
+        never again after its own added lines. ``fuzz`` context lines relax it. A hunk whose
+        first line is line 1 and a changed one fits at the start whatever the context (git's
+        rule)."""
+        tags = [ln.tag for ln in self.lines]
+        lead = next((i for i, t in enumerate(tags) if t != " "), len(tags))
+        trail = next((i for i, t in enumerate(reversed(tags)) if t != " "), len(tags))
+        at_start = self.old_start <= 1 and (lead + fuzz < trail or (lead == 0 and self.old_len > 0))
+        return at_start, trail + fuzz < lead
+
     def reversed(self) -> "Hunk":
         swap = {"+": "-", "-": "+", " ": " "}
         return Hunk(self.new_start, self.new_len, self.old_start, self.old_len,

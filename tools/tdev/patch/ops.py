@@ -40,6 +40,7 @@ class Plan:
     changes: dict[str, FileChange] = field(default_factory=dict)
     touched_applied: set[str] = field(default_factory=set)  # files of already-applied patches
     times: dict[str, int] = field(default_factory=dict)  # mtimes (ns) to give written files
+    blind: bool = False  # a patch "applies" only by hunks without old lines (they fit any text)
 
     def read_through(self, tree: Tree):
         return lambda p: self.changes[p].text if p in self.changes else tree.read(p)
@@ -94,10 +95,13 @@ def refusal(tree: Tree, patch: Patch) -> str:
 
 
 def plan(series: Series, tree: Tree, *, reverse: bool = False, fuzz: int = 0,
-         version: str | None = None, keep: frozenset[str] = frozenset()) -> Plan:
+         version: str | None = None, keep: frozenset[str] = frozenset(),
+         recorded: frozenset[str] | None = None) -> Plan:
     """Walk the series (backwards when ``reverse``). States are those of the tree before the
     run: "applied" patches are in the tree, "applies" ones are not but fit; on a backward walk
-    an applied patch named in ``keep`` (another series put it in) is "kept", not taken out."""
+    an applied patch named in ``keep`` (another series put it in) is "kept", not taken out.
+    ``recorded``: the patches tdev's record says this series put in (None: no record); it
+    decides where the texts cannot (a patch and its reverse both fit exactly)."""
     out = Plan()
     read = out.read_through(tree)
     for patch in (reversed(series.patches) if reverse else series.patches):
@@ -110,13 +114,14 @@ def plan(series: Series, tree: Tree, *, reverse: bool = False, fuzz: int = 0,
         if refused:
             out.results.append(PatchResult(patch.name, "refused", reason=refused, meta=patch.meta))
             continue
-        state, att = classify(patch.effective_files(), read, fuzz,
-                              "reverse" if reverse else "forward")
+        state, att = classify(patch.effective_files(), read, fuzz, "reverse" if reverse else "forward",
+                              True if recorded and patch.name in recorded else None)
         if reverse:  # name the states by what the tree holds, not by the direction
             state = {"applies": "applied", "applied": "applies"}.get(state, state)
             if state == "applied" and patch.name in keep:
                 out.results.append(PatchResult(patch.name, "kept", tuple(att.files), KEPT, patch.meta))
                 continue
+        out.blind = out.blind or att.blind
         taking = (state == "applied") if reverse else (state == "applies")
         if taking:
             out.changes.update(att.changes)
@@ -132,7 +137,8 @@ def plan(series: Series, tree: Tree, *, reverse: bool = False, fuzz: int = 0,
 
 
 def survey(series: Series, tree: Tree, *, reverse: bool = False, fuzz: int = 0,
-           version: str | None = None, keep: frozenset[str] = frozenset()) -> Plan:
+           version: str | None = None, keep: frozenset[str] = frozenset(),
+           recorded: frozenset[str] | None = None) -> Plan:
     """:func:`plan` in the command's direction, read the other way when that is what fits.
 
     A forward walk lets each patch see the ones before it applied: right for a tree that has
@@ -141,13 +147,21 @@ def survey(series: Series, tree: Tree, *, reverse: bool = False, fuzz: int = 0,
     does: Debian's has three for caffe2/CMakeLists.txt), only one of the two reads the tree
     without conflicts, so when the command's own walk finds a conflict the other is tried; it
     is taken when it finds none and says the whole series is in the tree (forward command) or
-    out of it (backward), with nothing to write: the command has nothing to do."""
-    first = plan(series, tree, reverse=reverse, fuzz=fuzz, version=version, keep=keep)
-    if not any(r.state == "conflict" for r in first.results):
+    out of it (backward), with nothing to write: the command has nothing to do. The same when
+    the command's walk found a patch to apply only by hunks without old lines (``diff -U0``,
+    lines added to an empty file): such a hunk fits any text, so a later patch that changed
+    the lines it added leaves the forward walk no way to see it in. And the same when tdev's
+    record says this series put in a patch the forward walk reads as not in: stacked patches
+    can leave a text that reads as the one before them (``b`` -> ``a`` -> ``b a``)."""
+    first = plan(series, tree, reverse=reverse, fuzz=fuzz, version=version, keep=keep, recorded=recorded)
+    conflicts = any(r.state == "conflict" for r in first.results)
+    doubted = not reverse and recorded is not None and any(
+        r.state == "applies" and r.name in recorded for r in first.results)
+    if not first.blind and not conflicts and not doubted:
         return first
-    other = plan(series, tree, reverse=not reverse, fuzz=fuzz, version=version)
+    other = plan(series, tree, reverse=not reverse, fuzz=fuzz, version=version, recorded=recorded)
     done = "applies" if reverse else "applied"
-    if all(r.state in (done, "excluded") for r in other.results):
+    if (conflicts or not other.blind) and all(r.state in (done, "excluded") for r in other.results):
         return Plan(other.results, {}, other.touched_applied)
     return first
 
@@ -204,7 +218,7 @@ def _check(series_dir, torch_src, command: str, fuzz: int, wait: float) -> Serie
     tree = open_tree(torch_src, series)
     with tree.lock(wait=wait, shared=True):
         version = tree_version(tree.root)
-        p = survey(series, tree, fuzz=fuzz, version=version)
+        p = survey(series, tree, fuzz=fuzz, version=version, recorded=own.recorded(_owners(tree), series))
     return _report(command, series, tree, version, p,
                    _failure(p.results, unwanted="", hint=""))
 
@@ -237,7 +251,8 @@ def _write_series(command: str, series_dir, torch_src, skip_done: bool, fuzz: in
         warnings = [f"rolled back an interrupted run ({len(restored)} files restored)"] if restored else []
         owners = _owners(tree)
         keep = frozenset(own.kept_by_others(owners, series)) if reverse else frozenset()
-        p = survey(series, tree, reverse=reverse, fuzz=fuzz, version=version, keep=keep)
+        p = survey(series, tree, reverse=reverse, fuzz=fuzz, version=version, keep=keep,
+                   recorded=own.recorded(owners, series))
         unwanted = "" if skip_done else ("applies" if reverse else "applied")
         hint = ("--skip-unapplied skips it" if reverse else "--skip-applied skips it")
         message = _failure(p.results, unwanted=unwanted, hint=hint)

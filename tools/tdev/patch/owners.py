@@ -55,6 +55,12 @@ def after_apply(owners: Owners, series: Series, results: list[PatchResult]) -> O
     return {**owners, key: [p.name for p in series.patches if p.name in mine]}
 
 
+def recorded(owners: Owners, series: Series) -> frozenset[str] | None:
+    """The patches the record says ``series`` put in (None: the series has no record)."""
+    key = series_key(series)
+    return frozenset(owners[key]) if key in owners else None
+
+
 def kept_by_others(owners: Owners, series: Series) -> set[str]:
     """The series' patches its unapply must leave in: those it did not put in itself."""
     key = series_key(series)

@@ -9,7 +9,7 @@ number counted with ``str.count``, and the new text assembled from slices of the
 The answer is the one the line-by-line fit gives (the nearest occurrence to the line the diff
 says, at or after the end of the previous hunk; the earlier of two as near), or None whenever
 this path is not sure it is the same: a hunk with no old lines, a "no newline at end of file"
-marker, a file whose last line has no newline, a hunk that does not fit (the line path then
+marker, a hunk that must fit at the start or the end of the file (``Hunk.anchored``), a file whose last line has no newline, a hunk that does not fit (the line path then
 says why). ``tests/test_patch_engine.py``
 checks the two against each other with hypothesis.
 """
@@ -28,7 +28,7 @@ def fit_by_search(text: str, fp: FilePatch) -> tuple[list[HunkResult], str] | No
     counted, counted_line = 0, 0  # a character offset whose line number is known
     for k, hunk in enumerate(fp.hunks, 1):
         old = [ln for ln in hunk.lines if ln.tag != "+"]
-        if not old or any(ln.no_eol for ln in hunk.lines):
+        if not old or any(ln.no_eol for ln in hunk.lines) or any(hunk.anchored()):
             return None
         block = "".join([ln.text + "\n" for ln in old])
         expected = hunk.old_start - 1 + delta
