@@ -1,4 +1,5 @@
-"""basekit.fs: the one file writer and the one tree replacer, under SIGKILL at random moments."""
+"""basekit.fs and basekit.trees: the one file writer and the one tree replacer, under SIGKILL at
+random moments."""
 from __future__ import annotations
 
 import os
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from basekit import fs
+from basekit import fs, trees
 
 FILES = 40
 
@@ -102,36 +103,36 @@ def _version(target: Path) -> int:
 def test_kill_inside_replace_tree_leaves_old_or_new_and_recovery_cleans(tmp_path, use_exchange):
     rng = random.Random(1414)
     target = tmp_path / "tree"
-    fs.replace_tree(target, _fill(0))
+    trees.replace_tree(target, _fill(0))
     versions = set()
     for _ in range(10):
         counter = iter(range(1, 1 << 30))
-        _killed_child(lambda: fs.replace_tree(target, _fill(next(counter)), use_exchange=use_exchange),
+        _killed_child(lambda: trees.replace_tree(target, _fill(next(counter)), use_exchange=use_exchange),
                       rng.uniform(0.002, 0.15))  # wide: a loaded machine is slow
-        if use_exchange and fs.exchange(tmp_path, tmp_path):
+        if use_exchange and trees.exchange(tmp_path, tmp_path):
             assert target.is_dir()  # RENAME_EXCHANGE: never a moment without the tree
-        fs.recover_tree(target)
+        trees.recover_tree(target)
         versions.add(_version(target))
         assert os.listdir(tmp_path) == ["tree"]
     assert len(versions) > 1  # the child did replace the tree between kills
-    fs.replace_tree(target, _fill(99), use_exchange=use_exchange)
+    trees.replace_tree(target, _fill(99), use_exchange=use_exchange)
     assert _version(target) == 99 and os.listdir(tmp_path) == ["tree"]
 
 
 def test_replace_tree_steps_and_a_failing_fill(tmp_path):
     target = tmp_path / "t"
     steps: list[str] = []
-    fs.replace_tree(target, _fill(1), on_step=steps.append)
+    trees.replace_tree(target, _fill(1), on_step=steps.append)
     assert steps == ["swapped", "cleaned"] and _version(target) == 1
     steps.clear()
-    fs.replace_tree(target, _fill(2), on_step=steps.append, use_exchange=False)
+    trees.replace_tree(target, _fill(2), on_step=steps.append, use_exchange=False)
     assert steps == ["aside", "swapped", "cleaned"] and _version(target) == 2
 
     def broken(staged: Path) -> None:
         (staged / "half").write_text("x")
         raise RuntimeError("template broke")
     with pytest.raises(RuntimeError):
-        fs.replace_tree(target, broken)
+        trees.replace_tree(target, broken)
     assert _version(target) == 2 and os.listdir(tmp_path) == ["t"]
 
 

@@ -1,4 +1,4 @@
-"""basekit.fs.replace_tree and its recovery act only on the work directory they can prove they
+"""basekit.trees.replace_tree and its recovery act only on the work directory they can prove they
 made (a real directory of this user holding tdev's owner record naming the target): a planted
 link or someone else's directory beside the target is refused with one line and never moved,
 deleted or renamed into the target's place; a kill at every step leaves the target in place
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from basekit import fs
+from basekit import trees
 from basekit.errors import InputError
 
 FILES = 8
@@ -46,12 +46,12 @@ def _contents(d: Path) -> dict[str, str]:
 @pytest.mark.parametrize("name", [".tdev-new", ".tdev-old"])
 def test_a_planted_link_beside_the_target_is_never_followed_moved_or_deleted(tmp_path, name):
     target = tmp_path / "pkg"
-    fs.replace_tree(target, _fill(1))
+    trees.replace_tree(target, _fill(1))
     other, before = _foreign(tmp_path)
     planted = tmp_path / f".pkg{name}"
     planted.symlink_to(other)
     try:
-        fs.replace_tree(target, _fill(2))
+        trees.replace_tree(target, _fill(2))
         replaced = True
     except InputError as e:  # refused: one line naming the link, nothing changed
         assert str(planted) in str(e) and "\n" not in str(e)
@@ -82,7 +82,7 @@ def test_a_planted_sibling_never_takes_the_place_of_a_missing_target(tmp_path, n
 
 def _recover_or_refuse(target: Path, planted: Path) -> None:
     try:
-        assert fs.recover_tree(target) == ()
+        assert trees.recover_tree(target) == ()
     except InputError as e:  # refused: one line naming what is in the way
         assert str(planted) in str(e) and "\n" not in str(e)
 
@@ -98,7 +98,7 @@ def _kill_at(target: Path, version: int, point: str, use_exchange: bool) -> None
             def fill(staged: Path) -> None:
                 _fill(version)(staged)
                 step("filled")
-            fs.replace_tree(target, fill, on_step=step, use_exchange=use_exchange)
+            trees.replace_tree(target, fill, on_step=step, use_exchange=use_exchange)
         finally:
             os._exit(0)
     _, status = os.waitpid(pid, 0)
@@ -107,61 +107,61 @@ def _kill_at(target: Path, version: int, point: str, use_exchange: bool) -> None
 
 @pytest.mark.parametrize("point", ["filled", "swapped", "cleaned"])
 def test_a_kill_at_every_step_of_an_exchange_leaves_the_target_in_place(tmp_path, point):
-    if not fs.exchange(tmp_path, tmp_path):
+    if not trees.exchange(tmp_path, tmp_path):
         pytest.skip("this file system has no RENAME_EXCHANGE")  # the two-rename test covers it
     target = tmp_path / "pkg"
-    fs.replace_tree(target, _fill(1))
+    trees.replace_tree(target, _fill(1))
     if point == "cleaned":  # the last step: the replacement is done, nothing is left
         _kill_at(target, 2, point, True)
         assert _version(target) == 2 and os.listdir(tmp_path) == ["pkg"]
         return
     _kill_at(target, 2, point, True)
     assert _version(target) == (1 if point == "filled" else 2)  # never missing, never mixed
-    assert fs.recover_tree(target)  # it says what it cleaned up
+    assert trees.recover_tree(target)  # it says what it cleaned up
     assert _version(target) == (1 if point == "filled" else 2) and os.listdir(tmp_path) == ["pkg"]
-    fs.replace_tree(target, _fill(3))
+    trees.replace_tree(target, _fill(3))
     assert _version(target) == 3 and os.listdir(tmp_path) == ["pkg"]
 
 
 @pytest.mark.parametrize("point", ["filled", "aside", "swapped", "cleaned"])
 def test_a_kill_at_every_step_of_two_renames_is_finished_by_the_next_run(tmp_path, point):
     target = tmp_path / "pkg"
-    fs.replace_tree(target, _fill(1), use_exchange=False)
+    trees.replace_tree(target, _fill(1), use_exchange=False)
     _kill_at(target, 2, point, False)
     if point == "aside":  # between the renames (systems without RENAME_EXCHANGE only)
         assert not target.exists()
     else:
         assert _version(target) == (1 if point == "filled" else 2)
-    fs.recover_tree(target)
+    trees.recover_tree(target)
     assert _version(target) == (1 if point == "filled" else 2) and os.listdir(tmp_path) == ["pkg"]
 
 
 def test_a_kill_with_no_previous_target_leaves_nothing_behind(tmp_path):
     target = tmp_path / "pkg"
     _kill_at(target, 1, "filled", True)
-    fs.recover_tree(target)
+    trees.recover_tree(target)
     assert os.listdir(tmp_path) == []
-    fs.replace_tree(target, _fill(2))
+    trees.replace_tree(target, _fill(2))
     assert _version(target) == 2 and os.listdir(tmp_path) == ["pkg"]
 
 
 def test_the_aside_tree_goes_back_when_the_staged_one_is_gone(tmp_path):
     target = tmp_path / "pkg"
-    fs.replace_tree(target, _fill(1), use_exchange=False)
+    trees.replace_tree(target, _fill(1), use_exchange=False)
     _kill_at(target, 2, "aside", False)
-    (work,) = fs.tree_slots(target)
-    shutil.rmtree(work / fs.NEW_TREE)
-    assert fs.recover_tree(target)[0] == f"restored the previous {target}"
-    assert _version(target) == 1 and os.listdir(tmp_path) == ["pkg"] and fs.recover_tree(target) == ()
+    (work,) = trees.tree_slots(target)
+    shutil.rmtree(work / trees.NEW_TREE)
+    assert trees.recover_tree(target)[0] == f"restored the previous {target}"
+    assert _version(target) == 1 and os.listdir(tmp_path) == ["pkg"] and trees.recover_tree(target) == ()
 
 
 def test_a_foreign_owner_record_is_refused(tmp_path):
     target = tmp_path / "pkg"
-    fs.replace_tree(target, _fill(1))
-    (work,) = fs.tree_slots(target)
+    trees.replace_tree(target, _fill(1))
+    (work,) = trees.tree_slots(target)
     work.mkdir()
-    (work / fs.OWNER_NAME).write_text(f"tdev replace_tree {tmp_path / 'other'}\n")
-    (work / fs.NEW_TREE).mkdir()
+    (work / trees.OWNER_NAME).write_text(f"tdev replace_tree {tmp_path / 'other'}\n")
+    (work / trees.NEW_TREE).mkdir()
     with pytest.raises(InputError, match="does not name"):
-        fs.replace_tree(target, _fill(2))
-    assert _version(target) == 1 and (work / fs.NEW_TREE).is_dir()
+        trees.replace_tree(target, _fill(2))
+    assert _version(target) == 1 and (work / trees.NEW_TREE).is_dir()

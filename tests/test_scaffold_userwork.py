@@ -159,7 +159,7 @@ def test_profile_digest_follows_the_profile_content(tmp_path):
 
 KILL_SCRIPT = """
 import os, shutil, signal, sys
-from basekit import fs
+from basekit import trees
 from tdev.scaffold import render, userwork
 from tdev.scaffold.scaffold import scaffold
 
@@ -183,7 +183,7 @@ def wrap(module, name, when):
 
 
 where, _, name = point.partition(":")
-module = {"fs": fs, "userwork": userwork, "render": render}[name.split(".")[0]]
+module = {"trees": trees, "userwork": userwork, "render": render}[name.split(".")[0]]
 wrap(module, name.split(".")[1], where)
 scaffold(vendor, out=out, force=True, discard_changes=True)
 """
@@ -191,8 +191,8 @@ scaffold(vendor, out=out, force=True, discard_changes=True)
 # (where the run is killed, whether the new package is in place afterwards)
 KILL_POINTS = [
     ("after:userwork.link_or_copy", False),  # carrying the user's files into the staging tree
-    ("before:fs.exchange", False),
-    ("after:fs.exchange", True),  # swapped; the old tree not yet deleted
+    ("before:trees.exchange", False),
+    ("after:trees.exchange", True),  # swapped; the old tree not yet deleted
 ]
 
 

@@ -18,7 +18,7 @@ Protocol, for an output ``P/NAME`` (under an flock on the directory ``P``, no fi
    system has no exchange, two renames through ``P/.NAME.tdev-new/old``.
 
 ``P/NAME`` is there at every moment: the previous tree until the swap, the new one after it.
-Recovery (basekit.fs.recover_tree) deletes the work directory a killed run left, or after a
+Recovery (basekit.trees.recover_tree) deletes the work directory a killed run left, or after a
 kill between two renames puts the complete new tree in place; it touches nothing it cannot
 prove it made (a link, or a directory without the owner record, at that name is refused with one
 line). An existing ``NAME`` without a manifest tdev wrote is never replaced.
@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from basekit.errors import InputError
-from basekit.fs import Busy, KillPoints, dir_lock, recover_tree, replace_tree, safe_join, tree_slots
+from basekit.fs import Busy, dir_lock, safe_join
+from basekit.trees import KillPoints, recover_tree, replace_tree, tree_slots
 
 from . import localwork, manifest
 from .layout import MANIFEST_NAME, REPORT_NAME

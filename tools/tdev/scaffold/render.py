@@ -5,7 +5,7 @@ the context lacks is an error, never an empty string); other files are copied. P
 named ``__<var>__`` are replaced by validated context values (``__pkg__`` -> the package name).
 A template that renders to whitespace only is not written (a file the profile does not need,
 like the bundled simulator for a real device). The tree is rendered into a temporary directory
-next to the target and swapped in (basekit.fs.replace_tree); an existing non-empty target is
+next to the target and swapped in (basekit.trees.replace_tree); an existing non-empty target is
 replaced only with ``force``, only when it is a previous scaffold output (it has the marker
 file), and only when the user changed nothing there unless ``discard_changes`` (:mod:`.userwork`:
 the marker records each file's sha256; files the user added are always kept). Every write
@@ -23,13 +23,14 @@ from typing import Any, Mapping
 import jinja2
 
 from basekit.errors import InputError
-from basekit.fs import Busy, KillPoints, PathEscapeError, dir_lock, recover_tree, replace_tree, safe_join
+from basekit.fs import Busy, PathEscapeError, dir_lock, safe_join
+from basekit.trees import KillPoints, recover_tree, replace_tree
 
 from .userwork import (BASE, MARKER, SCHEMA, MarkerError, UserWork, carry_over, read_marker, sha256,
                        survey, tree_digest)
 
 PATH_VAR = re.compile(r"__([a-z_]+?)__")
-FAULT_ENV = "TDEV_SCAFFOLD_FAULT"  # test hook: "kill:STEP" (built, swapped, cleaned; basekit.fs.KillPoints)
+FAULT_ENV = "TDEV_SCAFFOLD_FAULT"  # test hook: "kill:STEP" (built, swapped, cleaned; basekit.trees.KillPoints)
 SKIP = ("__pycache__", ".pyc")
 
 
@@ -113,7 +114,7 @@ def write_package(out: Path, files: Mapping[str, bytes], base: Mapping[str, byte
 
 
 def recover(out: Path) -> tuple[str, ...]:
-    """Remove what a killed run left beside ``out`` (basekit.fs.recover_tree: only a work
+    """Remove what a killed run left beside ``out`` (basekit.trees.recover_tree: only a work
     directory it can prove it made), before ``out`` is read: what was done, in words."""
     if not out.parent.is_dir():
         return ()
