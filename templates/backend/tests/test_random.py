@@ -1,4 +1,8 @@
 """Random numbers on the device: manual_seed reproduces, generator state round-trips."""
+import subprocess
+import sys
+
+import pytest
 import torch
 
 from conftest import DEVICE, pkg
@@ -89,3 +93,33 @@ def test_offset_of_a_generator_object():
     g.set_offset(offset)
     assert torch.equal(torch.rand(5, generator=g, device=DEVICE).cpu(), expected)
     assert g.get_offset() > offset
+
+
+SET_HUGE_OFFSETS = """
+import torch
+module = getattr(torch, "{device}")
+gen = torch.Generator(device="{device}")
+for offset in (2**62, 2**64 - 1, 10**12):
+    for set_offset in (module.set_offset, gen.set_offset):
+        try:
+            set_offset(offset)
+            print("accepted", offset)
+        except RuntimeError as e:
+            print(str(e).splitlines()[0])
+"""
+
+
+def test_huge_offsets_are_refused_in_one_line_not_replayed():
+    """set_offset replays the seed's sequence: an offset beyond what get_offset can find again
+    is refused (the timeout turns an endless replay into a failure)."""
+    try:
+        p = subprocess.run([sys.executable, "-c", SET_HUGE_OFFSETS.format(device=DEVICE)],
+                           capture_output=True, text=True, timeout=180)
+    except subprocess.TimeoutExpired:
+        pytest.fail("set_offset of a huge offset did not return")
+    assert p.returncode == 0, p.stderr[-3000:]
+    lines = p.stdout.splitlines()
+    assert len(lines) == 6
+    for line, offset in zip(lines, [2**62, 2**62, 2**64 - 1, 2**64 - 1, 10**12, 10**12]):
+        assert line.startswith(f"{DEVICE}: generator offset {offset} is out of range (at most "), line
+

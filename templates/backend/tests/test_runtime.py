@@ -86,9 +86,49 @@ def test_forked_child_gets_a_clear_error_not_a_hang():
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert lines[0] == "bad fork: True"
-    for line in lines[1:5]:
-        assert line.startswith(f"Cannot re-initialize {DEVICE} in forked subprocess"), line
+    for line in lines[1:5]:  # torch.cuda's words, with the device's name
+        assert line == (f"Cannot re-initialize {DEVICE} in forked subprocess. To use {DEVICE} "
+                        "with multiprocessing, you must use the 'spawn' start method"), line
     assert lines[5] == "parent still works: 2.0"
+
+
+COUNTED_THEN_POOL = """
+import multiprocessing, torch
+module = getattr(torch, "{device}")
+print("available:", module.is_available(), module.device_count())  # the parent only counts
+
+
+def work(i):
+    x = torch.full((4,), float(i), device="{device}")
+    with module.device(i % module.device_count()):
+        y = torch.ones(4, device="{device}") * i
+    s = module.Stream()
+    with module.stream(s):
+        z = x + y.to(x.device)
+    s.synchronize()
+    return z.sum().item(), module._is_in_bad_fork()
+
+
+with multiprocessing.get_context("fork").Pool(2) as pool:
+    print(pool.map(work, [1, 2, 3]))
+print("parent:", torch.ones(3, device="{device}").sum().item())
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_pool_forked_after_counting_devices_uses_the_device():
+    """A parent that only counted devices (is_available) forks a Pool (the default start method
+    on Linux); its children use the device. The timeout turns a hang into a failure."""
+    try:
+        p = subprocess.run([sys.executable, "-c", COUNTED_THEN_POOL.format(device=DEVICE)],
+                           capture_output=True, text=True, timeout=180)
+    except subprocess.TimeoutExpired:
+        pytest.fail("a forked child hung on the device")
+    assert p.returncode == 0, p.stderr[-3000:]
+    lines = p.stdout.splitlines()
+    assert lines[0] == f"available: True {pkg.device.device_count()}"
+    assert lines[1] == "[(8.0, False), (16.0, False), (24.0, False)]"
+    assert lines[2] == "parent: 3.0"
 
 
 def test_a_child_forked_before_the_device_was_used_may_use_it():
@@ -131,3 +171,44 @@ def test_accelerator_device_capability_lists_the_dtypes_of_the_device():
         assert torch.ones(2, dtype=dtype, device=DEVICE).float().cpu().tolist() == [1.0, 1.0]
     with pytest.raises(RuntimeError, match="invalid device index"):
         torch.accelerator.get_device_capability(pkg.device.device_count())
+
+
+EXIT_WHILE_WAITING = """
+import threading, time, torch
+module = getattr(torch, "{device}")
+host = torch.ones(32 << 20, dtype=torch.float32).pin_memory()
+dst = torch.empty(host.shape, device="{device}")
+for _ in range(10):
+    dst.copy_(host, non_blocking=True)  # queued on the default stream
+copied = module.Event()
+copied.record()
+entered = threading.Event()
+
+
+def wait_for_the_device():
+    entered.set()
+    module.synchronize()  # the GIL is released until the copies are done
+
+
+class AtFinalization:
+    def __del__(self, sleep=time.sleep, copied=copied):
+        while not copied.query():  # the interpreter is finalizing
+            sleep(0.01)
+        sleep(0.5)  # the GIL is free: the waiting thread takes it back and is ended by Python
+
+
+threading.Thread(target=wait_for_the_device, daemon=True).start()
+entered.wait()
+time.sleep(0.2)
+keeper = AtFinalization()
+print("exiting", flush=True)
+"""
+
+
+def test_a_thread_waiting_on_the_device_at_exit_does_not_abort_the_process():
+    """A daemon thread in synchronize() while the interpreter finalizes: Python ends it when it
+    takes the GIL back (a forced unwind), which must not become std::terminate."""
+    p = subprocess.run([sys.executable, "-W", "ignore", "-c", EXIT_WHILE_WAITING.format(device=DEVICE)],
+                       capture_output=True, text=True, timeout=300)
+    assert "terminate called" not in p.stderr, p.stderr[-2000:]
+    assert p.returncode == 0 and p.stdout == "exiting\n", (p.returncode, p.stderr[-2000:])

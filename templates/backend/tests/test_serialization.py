@@ -1,5 +1,6 @@
 """torch.save / torch.load of device tensors: device, dtype, strides, values, views and backend
 metadata (csrc/aten/BackendMeta.cpp) kept."""
+import collections
 import io
 
 import pytest
@@ -62,3 +63,48 @@ def test_backend_metadata_set_get_and_kept_through_save_and_load():
 def test_backend_metadata_is_for_device_tensors_only():
     with pytest.raises(RuntimeError, match=f"backend metadata is for {DEVICE} tensors, got a cpu"):
         _ops().set_backend_meta(torch.zeros(1), ["x"])
+
+
+class _Forged:
+    """Pickles as a tensor of `size` elements over `storage` (what a corrupted or hostile
+    checkpoint holds): torch.load rebuilds it with _rebuild_tensor_v2, as any tensor."""
+
+    def __init__(self, storage, size, offset=0):
+        self.storage, self.size, self.offset = storage, size, offset
+
+    def __reduce__(self):
+        return (torch._utils._rebuild_tensor_v2,
+                (self.storage, self.offset, (self.size,), (1,), False, collections.OrderedDict()))
+
+
+def _typed(t):
+    return torch.TypedStorage(wrap_storage=t.untyped_storage(), dtype=t.dtype, _internal=True)
+
+
+@pytest.mark.parametrize("size, offset", [(1001, 0), (5000, 0), (1000, 1), (1, 1000)])
+def test_a_checkpoint_tensor_larger_than_its_storage_is_refused_as_on_the_cpu(size, offset):
+    """The CPU refuses such a tensor; the device must not load it padded to fit."""
+    for device in ("cpu", DEVICE):
+        storage = _typed(torch.arange(1000.0, device=device))
+        with pytest.raises(RuntimeError, match="not resizable"):
+            _round_trip(_Forged(storage, size, offset))
+
+
+@pytest.mark.parametrize("size, offset", [(1000, 0), (10, 990), (0, 1000)])
+def test_a_checkpoint_tensor_within_its_storage_loads_as_on_the_cpu(size, offset):
+    cpu = _round_trip(_Forged(_typed(torch.arange(1000.0)), size, offset))
+    loaded = _round_trip(_Forged(_typed(torch.arange(1000.0, device=DEVICE)), size, offset))
+    assert loaded.device.type == DEVICE and torch.equal(loaded.cpu(), cpu)
+
+
+def test_loaded_device_storages_are_not_resizable_like_loaded_cpu_ones():
+    cpu = _round_trip(torch.arange(10.0))
+    loaded = _round_trip(torch.arange(10.0, device=DEVICE))
+    for t in (cpu, loaded):
+        assert not t.untyped_storage().resizable()
+        with pytest.raises(RuntimeError, match="not resizable"):
+            t.resize_(20)
+        t.resize_(5)  # within the storage: allowed
+    assert torch.equal(loaded.cpu(), cpu)
+    mapped = _round_trip(torch.arange(4.0), map_location=DEVICE)
+    assert mapped.device.type == DEVICE and mapped.cpu().tolist() == [0.0, 1.0, 2.0, 3.0]

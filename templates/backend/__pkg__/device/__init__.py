@@ -30,20 +30,25 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "devi
 
 
 def _index(device: Any, optional: bool = True) -> int:
-    """A device index from an int, a "<device>:N" string or a torch.device; -1 for None."""
+    """A device index from an int, a "<device>:N" string or a torch.device; -1 for None (and
+    for -1 or a torch.device without an index: the current device). Any other index must name
+    a device: RuntimeError "<device>: invalid device index N (M device(s) available)"."""
     if device is None:
         if optional:
             return -1
         return _C.current_device()
     if isinstance(device, int):
-        return device
-    if isinstance(device, str):
+        index = device
+    elif isinstance(device, (str, torch.device)):
         device = torch.device(device)
-    if isinstance(device, torch.device):
         if device.type != DEVICE:
             raise ValueError(f"expected a {DEVICE} device, got {device}")
-        return -1 if device.index is None else device.index
-    raise TypeError(f"expected a device, got {type(device).__name__}")
+        index = -1 if device.index is None else device.index
+    else:
+        raise TypeError(f"expected a device, got {type(device).__name__}")
+    if index != -1:
+        _C.check_device(index)
+    return index
 
 
 def is_available() -> bool:

@@ -33,11 +33,9 @@ def _is_in_bad_fork() -> bool:
 
 
 def _lazy_init() -> None:
-    """The runtime initialises itself on load; in a bad fork child this raises, as for CUDA."""
-    if _is_in_bad_fork():
-        raise RuntimeError(f"Cannot re-initialize {DEVICE} in forked subprocess: the parent "
-                           f"used the device, and its runtime does not survive fork(). To use "
-                           f"{DEVICE} with multiprocessing, use the 'spawn' start method")
+    """The runtime initialises itself on load; in a bad fork child this raises, as for CUDA
+    ("Cannot re-initialize <device> in forked subprocess ...")."""
+    _C.check_fork()
 
 
 def init() -> None:

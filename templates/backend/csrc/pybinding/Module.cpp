@@ -51,6 +51,22 @@ PyObject* synchronize(PyObject*, PyObject* arg) {
 
 PyObject* in_bad_fork(PyObject*, PyObject*) { return PyBool_FromLong(BACKEND_NS::in_bad_fork()); }
 
+PyObject* check_fork(PyObject*, PyObject*) {
+  return guarded([] {
+    BACKEND_NS::check_fork();
+    Py_RETURN_NONE;
+  });
+}
+
+PyObject* check_device(PyObject*, PyObject* arg) {
+  const long long device = PyLong_AsLongLong(arg);
+  if (device == -1 && PyErr_Occurred()) return nullptr;
+  return guarded([&] {
+    api::check_device(device);
+    Py_RETURN_NONE;
+  });
+}
+
 PyObject* runtime_initialized(PyObject*, PyObject*) {
   return PyBool_FromLong(api::runtime_initialized());
 }
@@ -129,6 +145,15 @@ PyObject* is_pinned(PyObject*, PyObject* arg) {
   const unsigned long long ptr = PyLong_AsUnsignedLongLong(arg);
   if (PyErr_Occurred()) return nullptr;
   return guarded([&] { return PyBool_FromLong(api::is_pinned(static_cast<uintptr_t>(ptr))); });
+}
+
+PyObject* seal_storage(PyObject*, PyObject* arg) {
+  const unsigned long long impl = PyLong_AsUnsignedLongLong(arg);
+  if (PyErr_Occurred()) return nullptr;
+  return guarded([&] {
+    api::seal_storage(static_cast<std::uintptr_t>(impl));
+    Py_RETURN_NONE;
+  });
 }
 
 PyObject* manual_seed(PyObject*, PyObject* args) {
@@ -244,6 +269,8 @@ PyMethodDef methods[] = {
     {"exchange_device", exchange_device, METH_O, "set the device, return the previous one"},
     {"synchronize", synchronize, METH_O, "wait for all work on a device (-1: current)"},
     {"in_bad_fork", in_bad_fork, METH_NOARGS, "forked after the parent used the device"},
+    {"check_fork", check_fork, METH_NOARGS, "raise the fork error in a bad fork child"},
+    {"check_device", check_device, METH_O, "raise unless the index names a device"},
     {"runtime_initialized", runtime_initialized, METH_NOARGS,
      "whether this process has initialised the vendor runtime"},
     {"current_stream", current_stream, METH_O, "(stream_id, device_index, device_type)"},
@@ -254,6 +281,7 @@ PyMethodDef methods[] = {
     {"empty_cache", empty_cache, METH_NOARGS, "return cached device memory to the runtime"},
     {"mem_get_info", mem_get_info, METH_O, "(free, total) bytes"},
     {"is_pinned", is_pinned, METH_O, "whether an address is in pinned host memory"},
+    {"seal_storage", seal_storage, METH_O, "make a device storage non-resizable (torch.load)"},
     {"manual_seed", manual_seed, METH_VARARGS, "seed a device's default generator"},
     {"seed", seed, METH_O, "seed a device's default generator non-deterministically"},
     {"initial_seed", initial_seed, METH_O, ""},

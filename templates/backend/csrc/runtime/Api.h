@@ -16,6 +16,7 @@ namespace BACKEND_NS::api {
 int device_count();
 int current_device();
 void set_device(int device);
+void check_device(long long device);  // throws "<device>: invalid device index ..." unless valid
 int exchange_device(int device);  // returns the previous device
 void synchronize(int device);     // -1: the current device
 bool runtime_initialized();       // whether this process has initialised the vendor runtime
@@ -37,6 +38,8 @@ void reset_accumulated_memory_stats(int device);
 void empty_cache();
 std::pair<std::size_t, std::size_t> mem_get_info(int device);  // (free, total) bytes
 bool is_pinned(std::uintptr_t ptr);
+// makes a storage (its StorageImpl's address, UntypedStorage._cdata) non-resizable
+void seal_storage(std::uintptr_t storage_impl);
 
 // random numbers: the device's default generator
 void manual_seed(int device, uint64_t seed);

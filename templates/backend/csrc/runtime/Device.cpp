@@ -22,10 +22,12 @@ c10::DeviceIndex device_count() noexcept {
   return count;
 }
 
-void check_device(c10::DeviceIndex device) {
-  TORCH_CHECK(device >= 0 && device < device_count(), BACKEND_DEVICE ": invalid device index ",
-              static_cast<int>(device), " (", static_cast<int>(device_count()),
-              " device(s) available)");
+void check_device(c10::DeviceIndex device) { api::check_device(device); }
+
+c10::DeviceIndex device_arg(long long device, bool current_ok) {
+  if (current_ok && device == -1) return current_device();
+  api::check_device(device);
+  return static_cast<c10::DeviceIndex>(device);
 }
 
 c10::DeviceIndex current_device() {
@@ -66,16 +68,22 @@ DeviceScope::~DeviceScope() {
 namespace api {
 
 int device_count() { return BACKEND_NS::device_count(); }
+
+void check_device(long long device) {
+  TORCH_CHECK(device >= 0 && device < BACKEND_NS::device_count(), BACKEND_DEVICE
+              ": invalid device index ", device, " (",
+              static_cast<int>(BACKEND_NS::device_count()), " device(s) available)");
+}
 int current_device() { return BACKEND_NS::current_device(); }
-void set_device(int device) { BACKEND_NS::set_device(static_cast<c10::DeviceIndex>(device)); }
+void set_device(int device) { BACKEND_NS::set_device(device_arg(device)); }
 
 int exchange_device(int device) {
   const int old = BACKEND_NS::current_device();
-  if (device >= 0) BACKEND_NS::set_device(static_cast<c10::DeviceIndex>(device));
+  if (device != -1) BACKEND_NS::set_device(device_arg(device));
   return old;
 }
 
-void synchronize(int device) { device_synchronize(static_cast<c10::DeviceIndex>(device)); }
+void synchronize(int device) { device_synchronize(device_arg(device, true)); }
 
 bool runtime_initialized() { return hal::initialized(); }
 

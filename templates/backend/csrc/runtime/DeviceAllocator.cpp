@@ -279,7 +279,7 @@ void record_stream(const c10::DataPtr& ptr, const c10::Stream& stream) {
 namespace api {
 
 std::vector<std::pair<std::string, int64_t>> memory_stats(int device) {
-  const DeviceStats st = g_device_allocator.getDeviceStats(static_cast<c10::DeviceIndex>(device));
+  const DeviceStats st = g_device_allocator.getDeviceStats(device_arg(device));
   std::vector<std::pair<std::string, int64_t>> out;
   const char* pools[] = {"all", "small_pool", "large_pool"};
   auto add = [&](const char* name, const c10::CachingAllocator::StatArray& a) {
@@ -306,20 +306,17 @@ std::vector<std::pair<std::string, int64_t>> memory_stats(int device) {
 }
 
 void reset_peak_memory_stats(int device) {
-  check_device(static_cast<c10::DeviceIndex>(device));
-  g_device_allocator.resetPeakStats(static_cast<c10::DeviceIndex>(device));
+  g_device_allocator.resetPeakStats(device_arg(device));
 }
 
 void reset_accumulated_memory_stats(int device) {
-  check_device(static_cast<c10::DeviceIndex>(device));
-  g_device_allocator.resetAccumulatedStats(static_cast<c10::DeviceIndex>(device));
+  g_device_allocator.resetAccumulatedStats(device_arg(device));
 }
 
 void empty_cache() { g_device_allocator.emptyCache({0, 0}); }
 
 std::pair<std::size_t, std::size_t> mem_get_info(int device) {
-  check_device(static_cast<c10::DeviceIndex>(device));
-  return g_device_allocator.getMemoryInfo(static_cast<c10::DeviceIndex>(device));
+  return g_device_allocator.getMemoryInfo(device_arg(device));
 }
 
 }  // namespace api

@@ -21,10 +21,14 @@ const int g_registered = pthread_atfork(nullptr, nullptr, &on_fork_child);
 
 bool in_bad_fork() { return g_bad_fork.load(std::memory_order_relaxed); }
 
+void check_fork() {
+  TORCH_CHECK(!in_bad_fork(), "Cannot re-initialize " BACKEND_DEVICE " in forked subprocess. "
+              "To use " BACKEND_DEVICE " with multiprocessing, you must use the 'spawn' start "
+              "method");
+}
+
 void check_not_forked() {
-  TORCH_CHECK(!in_bad_fork(), "Cannot re-initialize " BACKEND_DEVICE " in forked subprocess: "
-              "the parent used the device, and its runtime does not survive fork(). To use "
-              BACKEND_DEVICE " with multiprocessing, use the 'spawn' start method");
+  check_fork();
   if (!g_used.load(std::memory_order_relaxed)) g_used.store(true);
 }
 

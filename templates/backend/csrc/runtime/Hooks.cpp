@@ -25,6 +25,10 @@ namespace {
 
 class GeneratorImpl final : public c10::GeneratorImpl {
  public:
+  static constexpr uint64_t kBlock = at::MERSENNE_STATE_N;
+  static constexpr uint64_t kMaxBlocks = uint64_t{1} << 20;
+  static constexpr uint64_t kMaxOffset = kMaxBlocks * kBlock;
+
   explicit GeneratorImpl(c10::DeviceIndex device)
       : c10::GeneratorImpl(c10::Device(kDeviceType, device),
                            c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)),
@@ -45,7 +49,10 @@ class GeneratorImpl final : public c10::GeneratorImpl {
   // The offset: how many 32-bit numbers the engine has drawn since it was seeded (the role of
   // torch.cuda's Philox offset): after manual_seed(s), set_offset(o) resumes the sequence where
   // get_offset() returned o. set_offset drops a cached normal sample (Box-Muller's second).
+  // Both replay the seed's sequence, so offsets are bounded: at most kMaxOffset.
   void set_offset(uint64_t offset) override {
+    TORCH_CHECK(offset <= kMaxOffset, BACKEND_DEVICE ": generator offset ", offset,
+                " is out of range (at most ", kMaxOffset, ": the offset is replayed from the seed)");
     std::lock_guard<std::mutex> lock(inner()->mutex_);
     at::mt19937 engine(cpu_impl()->current_seed());
     for (uint64_t i = 0; i < offset; ++i) (void)engine();
@@ -83,8 +90,6 @@ class GeneratorImpl final : public c10::GeneratorImpl {
     const at::mt19937_data_pod target = now.data();
     at::mt19937 replay(target.seed_);
     if (target.next_ == 0 && replay.data().state_ == target.state_) return 0;
-    constexpr uint64_t kBlock = at::MERSENNE_STATE_N;
-    constexpr uint64_t kMaxBlocks = uint64_t{1} << 20;
     (void)replay();  // the first draw makes the first block
     for (uint64_t block = 0; block < kMaxBlocks; ++block) {
       if (replay.data().state_ == target.state_) return block * kBlock + target.next_;
@@ -183,7 +188,9 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
     return default_generator(device);
   }
   at::Generator getNewGenerator(c10::DeviceIndex device) const override {
-    return at::make_generator<GeneratorImpl>(device < 0 ? current_device() : device);
+    if (device < 0) device = current_device();
+    check_device(device);
+    return at::make_generator<GeneratorImpl>(device);
   }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
     resize_storage(storage, newsize);
@@ -201,7 +208,7 @@ namespace api {
 
 namespace {
 c10::GeneratorImpl* generator_of(int device) {
-  return default_generator(static_cast<c10::DeviceIndex>(device)).unsafeGetGeneratorImpl();
+  return default_generator(device_arg(device, true)).unsafeGetGeneratorImpl();
 }
 }  // namespace
 
@@ -226,6 +233,13 @@ void set_rng_state(int device, const std::string& bytes) {
 uint64_t get_offset(int device) { return generator_of(device)->get_offset(); }
 
 void set_offset(int device, uint64_t offset) { generator_of(device)->set_offset(offset); }
+
+void seal_storage(std::uintptr_t storage_impl) {
+  auto* impl = reinterpret_cast<c10::StorageImpl*>(storage_impl);
+  TORCH_CHECK(impl != nullptr && impl->device_type() == kDeviceType,
+              BACKEND_DEVICE ": seal_storage expects a " BACKEND_DEVICE " storage");
+  impl->set_resizable(false);
+}
 
 }  // namespace api
 }  // namespace BACKEND_NS

@@ -21,6 +21,9 @@ c10::DeviceIndex device_count() noexcept;
 c10::DeviceIndex current_device();
 void set_device(c10::DeviceIndex device);
 void check_device(c10::DeviceIndex device);
+// A device index from Python or the api (an int, never truncated): checked; -1 is the current
+// device where current_ok.
+c10::DeviceIndex device_arg(long long device, bool current_ok = false);
 void device_synchronize(c10::DeviceIndex device);
 
 // Sets the runtime's device for a scope and restores it after.

@@ -1,8 +1,11 @@
 // Streams: id 0 is a device's default stream (the runtime's null stream); ids 1..kPoolSize a
 // pool of runtime streams per device, created on first use and handed out round-robin, as
-// CUDA's pool. Each thread has a current stream per device.
+// CUDA's pool. Each thread has a current stream per device. aten::record_stream (a tensor used
+// on another stream) goes to the device allocator.
 // Copied by tdev scaffold as it is: a plain source; the package's names come from runtime/Config.h.
+#include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
+#include <torch/library.h>
 
 #include <array>
 #include <atomic>
@@ -76,22 +79,33 @@ void stream_synchronize(const c10::Stream& stream) {
   hal::stream_synchronize(native_stream(stream));
 }
 
+namespace {
+
+// t.record_stream(s): t's memory is not reused before the work queued on s so far completes
+void record_stream_kernel(at::Tensor& self, c10::Stream stream) {
+  TORCH_CHECK(stream.device_type() == kDeviceType, BACKEND_DEVICE ": record_stream with a ",
+              stream.device_type(), " stream on a ", BACKEND_DEVICE " tensor");
+  record_stream(self.storage().data_ptr(), stream);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("record_stream", &record_stream_kernel); }
+
 namespace api {
 
 StreamRef current_stream(int device) {
-  const c10::Stream s = BACKEND_NS::current_stream(static_cast<c10::DeviceIndex>(device));
+  const c10::Stream s = BACKEND_NS::current_stream(device_arg(device, true));
   return StreamRef{s.id(), s.device_index(), static_cast<int64_t>(s.device_type())};
 }
 
 std::uintptr_t native_stream(int device) {
-  const c10::Stream s = BACKEND_NS::current_stream(static_cast<c10::DeviceIndex>(device));
+  const c10::Stream s = BACKEND_NS::current_stream(device_arg(device, true));
   return reinterpret_cast<std::uintptr_t>(BACKEND_NS::native_stream(s));
 }
 
 void set_stream(int64_t stream_id, int device) {
-  check_device(static_cast<c10::DeviceIndex>(device));
-  set_current_stream(c10::Stream(c10::Stream::UNSAFE,
-                                 c10::Device(kDeviceType, static_cast<c10::DeviceIndex>(device)),
+  set_current_stream(c10::Stream(c10::Stream::UNSAFE, c10::Device(kDeviceType, device_arg(device)),
                                  stream_id));
 }
 
