@@ -120,6 +120,9 @@ def parse_diff(text: str, *, strip: int = 1, source: str = "<patch>") -> tuple[s
         fp, i = _parse_file(lines, tags, i, strip, source)
         if fp is not None:
             files.append(fp)
+            if fp.hunks and i == len(lines) and not text.endswith("\n"):
+                raise PatchFormatError(f"{source}:{i}: the patch ends inside a line of a hunk (a "
+                                       "truncated patch? every line of a diff ends with a newline)")
     if not files:
         raise PatchFormatError(f"{source}: no diff found (expected '--- a/FILE' / '+++ b/FILE' lines)")
     return header, tuple(files)
@@ -166,7 +169,7 @@ def _parse_file(lines: list[str], tags: str, i: int, strip: int,
         epoch = (_EPOCH.search(lines[i]) is not None, _EPOCH.search(lines[i + 1]) is not None)
         i += 2
     elif git_paths is not None:  # a created or deleted empty file, a pure rename: no ---/+++
-        epoch = (False, False)
+        epoch = None  # no ---/+++ lines
         old, new = git_paths
         old, new = (DEV_NULL if created else old), (DEV_NULL if deleted else new)
     else:
@@ -187,12 +190,17 @@ def _parse_file(lines: list[str], tags: str, i: int, strip: int,
     while i < len(lines) and lines[i].startswith("@@"):
         hunk, i = _parse_hunk(lines, tags, i, source)
         hunks.append(hunk)
+    if not hunks and (epoch is not None or not (created or deleted or renamed)):
+        # git writes a file's section without hunks only for an empty file created or deleted
+        # and for a pure rename (binary and mode changes are refused above)
+        raise PatchFormatError(f"{source}:{i}: the diff of {new_path or old_path} has no hunk "
+                               "(a truncated patch?)")
     # `diff -N` (diff -Naur, many vendors' patch scripts) writes a created or deleted file as the
     # other side with the epoch's time stamp, not /dev/null; GNU patch reads it so, and so do we
     if old_path is not None and new_path is not None and not renamed and hunks:
-        if epoch[0] and all(h.old_len == 0 for h in hunks):
+        if epoch and epoch[0] and all(h.old_len == 0 for h in hunks):
             old_path = None
-        elif epoch[1] and all(h.new_len == 0 for h in hunks):
+        elif epoch and epoch[1] and all(h.new_len == 0 for h in hunks):
             new_path = None
     return FilePatch(old_path, new_path, tuple(hunks), new_mode, old_mode), i
 
