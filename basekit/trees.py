@@ -34,8 +34,9 @@ def tree_slots(target: Path) -> tuple[Path]:
 
 
 def _owner_record(target: Path) -> bytes:
-    where = os.path.join(os.path.realpath(target.parent), target.name)
-    return os.fsencode(f"tdev replace_tree {where}\n")
+    """What a work directory's owner record holds: the name of the target beside it (the work
+    directory is always its sibling, so the directory may be moved or copied whole)."""
+    return os.fsencode(f"tdev replace_tree {target.name}\n")
 
 
 def _work_state(work: Path, target: Path) -> str | None:
@@ -46,7 +47,10 @@ def _work_state(work: Path, target: Path) -> str | None:
         return "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a directory"
     if st.st_uid != os.geteuid():
         return f"a directory of another user (uid {st.st_uid})"
-    names = os.listdir(work)
+    try:
+        names = os.listdir(work)
+    except OSError as e:
+        return f"an unreadable directory ({e.strerror or e})"
     if not names:
         return None
     if OWNER_NAME not in names:
@@ -61,7 +65,7 @@ def _work_state(work: Path, target: Path) -> str | None:
         os.close(fd)
     if record == _owner_record(target) or (record == b"" and names == [OWNER_NAME]):
         return None
-    return f"its {OWNER_NAME} record does not name {target}"
+    return f"its {OWNER_NAME} record does not name {target.name}"
 
 
 def _remove_work(work: Path) -> None:

@@ -160,8 +160,20 @@ def test_a_foreign_owner_record_is_refused(tmp_path):
     trees.replace_tree(target, _fill(1))
     (work,) = trees.tree_slots(target)
     work.mkdir()
-    (work / trees.OWNER_NAME).write_text(f"tdev replace_tree {tmp_path / 'other'}\n")
+    (work / trees.OWNER_NAME).write_text("tdev replace_tree other\n")
     (work / trees.NEW_TREE).mkdir()
     with pytest.raises(InputError, match="does not name"):
         trees.replace_tree(target, _fill(2))
     assert _version(target) == 1 and (work / trees.NEW_TREE).is_dir()
+
+
+def test_a_directory_moved_whole_with_a_leftover_still_recovers(tmp_path):
+    first = tmp_path / "a"
+    first.mkdir()
+    target = first / "pkg"
+    trees.replace_tree(target, _fill(1))
+    _kill_at(target, 2, "swapped", True)
+    moved = tmp_path / "b"
+    os.rename(first, moved)
+    assert trees.recover_tree(moved / "pkg") and sorted(os.listdir(moved)) == ["pkg"]
+    assert _version(moved / "pkg") == 2
