@@ -193,6 +193,23 @@ def _candidates(arg: Arg, first: TensorSpec | None) -> list:
     return out
 
 
+def further_calls(op: ViewOp, t: torch.Tensor):
+    """For op applied to t itself (its one tensor argument): the other arguments' candidate
+    values, in order, as (positional, keyword) makers of a device; none for an in-place operator
+    or one taking another tensor."""
+    if op.inplace or [a.type for a in op.args].count("Tensor") != 1 or op.args[0].type != "Tensor":
+        return
+    spec = TensorSpec(t.dtype, tuple(t.shape), False)
+    rest = op.args[1:]
+    lists = [_candidates(a, spec) for a in rest]
+    for combo in itertools.islice(itertools.product(*lists), MAX_TRIES):
+        def make(device, combo=combo):
+            made = [torch.device(device) if isinstance(v, DeviceArg) else v for v in combo]
+            return ([m for a, m in zip(rest, made) if not a.kwarg_only],
+                    {a.name: m for a, m in zip(rest, made) if a.kwarg_only})
+        yield make
+
+
 def tensors_of(result) -> list[torch.Tensor]:
     if isinstance(result, torch.Tensor):
         return [result]
