@@ -23,8 +23,9 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
 at::Scalar local_scalar_dense(const at::Tensor& self);
 
 // Views.cpp: a view operator (a return aliases an argument) or an in-place view operator
-// answered with the input's own storage, its geometry from the operator's meta kernel; false
-// where it is no view for these arguments (the stack is then untouched)
+// answered with the input's own storage, its geometry from the operator's meta kernel (a
+// composite one that is no view for these arguments: its decomposition); false where it is no
+// view for these arguments and no composite (the stack is then untouched)
 bool run_as_view(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // A tensor of `keys` over `storage` with like's dtype, sizes, strides and offset.
 at::Tensor tensor_over(c10::Storage storage, c10::DispatchKeySet keys, const at::Tensor& like);

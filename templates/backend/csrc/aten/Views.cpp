@@ -9,7 +9,8 @@
 // and return a copy on a new storage, which later writes through the view never reach.
 // Where the meta kernel returns a tensor on a storage of its own (reshape of a tensor that cannot
 // be viewed, contiguous of a non-contiguous one, to() with another dtype), the operator is no view
-// for those arguments and runs where it is routed, as before.
+// for those arguments: a composite one runs its decomposition on the device, any other runs
+// where it is routed, as before.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/Storage.h>
@@ -216,11 +217,21 @@ bool apply_inplace(torch::jit::Stack& meta, const Stands& stands) {
   return true;
 }
 
-}  // namespace
+// A composite view operator (reshape, contiguous, to, flatten: torch decomposes them into other
+// operators) that is no view for these arguments runs its decomposition on the device's tensors,
+// as it does unrouted: the CPU fallback moves tensors with to() itself (a routed to() would come
+// back here without end), and where the vendor's kernels are the CPU's they cannot tell the host
+// from the device (to("cpu") would answer with the device's tensor).
+bool run_composite(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  if (!op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) ||
+      op.hasKernelForDispatchKey(c10::DispatchKey::CPU)) {
+    return false;
+  }
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);  // the composite's entry
+  return true;
+}
 
-bool run_as_view(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  const ViewInfo& info = view_info(op);
-  if (!info.view && !info.inplace_view) return false;
+bool as_view(const c10::OperatorHandle& op, const ViewInfo& info, torch::jit::Stack* stack) {
   const std::size_t nargs = op.schema().arguments().size();
   const std::size_t begin = stack->size() - nargs;
   torch::jit::Stack meta;
@@ -237,11 +248,19 @@ bool run_as_view(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   // straight to the meta kernel; what it calls dispatches as usual (a composite's autograd)
   op.redispatchBoxed(kMeta, &meta);
   if (!(info.inplace_view ? apply_inplace(meta, stands) : device_results(meta, stands))) {
-    return false;  // no view for these arguments: the operator runs where it is routed
+    return false;  // no view for these arguments
   }
   torch::jit::drop(*stack, nargs);
   for (c10::IValue& v : meta) stack->push_back(std::move(v));
   return true;
+}
+
+}  // namespace
+
+bool run_as_view(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const ViewInfo& info = view_info(op);
+  if (!info.view && !info.inplace_view) return false;
+  return as_view(op, info, stack) || run_composite(op, stack);
 }
 
 }  // namespace BACKEND_NS
