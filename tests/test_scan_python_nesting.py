@@ -98,3 +98,29 @@ def test_random_nestings_match_the_whole_file_parse(rules):
         text = "\n".join(_random_blocks(rng) or ["pass"]) + "\n"
         compile(text, "generated", "exec")  # the generator writes valid Python
         assert scan_python(text, rules.python) == _scan_whole(text, rules.python), text
+
+
+@pytest.mark.parametrize("shape", ["sum", "not", "call", "guard-sum"])
+def test_expressions_too_deep_for_python_are_a_warning_not_a_crash(rules, shape):
+    """A 30,000-term expression (Python's parser or the tree walk runs out of recursion): the
+    file is reported with a warning, never a RecursionError out of the scan."""
+    n = 30_000
+    text = {"sum": "x = 1 \\\n" + "  + torch.cuda.y \\\n" * n + "  + 1\n",
+            "not": "if " + "not " * n + "torch.cuda.is_available():\n    pass\n",
+            "call": "x = " + "f(" * 50 + "torch.cuda.y" + ")" * 50 + " + " + " + ".join(["torch.cuda.z"] * n) + "\n",
+            "guard-sum": "if torch.cuda.is_available() and " + " + ".join(["a"] * n) + ":\n    pass\n"}[shape]
+    evidence, warning = scan_python(text, rules.python)
+    assert evidence or warning
+
+
+def test_the_scan_command_reports_such_a_file(tmp_path):
+    root = tmp_path / "tree"
+    for d in ("aten", "c10", "torch"):
+        (root / d).mkdir(parents=True)
+    (root / "torch" / "deep.py").write_text("x = 1 \\\n" + "  + torch.cuda.y \\\n" * 30_000 + "  + 1\n")
+    r = subprocess.run([sys.executable, "-m", "tdev", "scan", str(root), "--no-cache", "--json"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    import json
+    doc = json.loads(r.stdout)
+    assert [f["path"] for f in doc["files"]] == ["torch/deep.py"] or any("deep.py" in str(w) for w in doc["warnings"])

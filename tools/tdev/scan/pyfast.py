@@ -17,6 +17,7 @@ tests/test_scan_python.py checks the result against whole-file parsing over the 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 
 from .rules import PythonRules
 
@@ -61,7 +62,7 @@ class Line:
     """The tokens of one line without spaces and the comment (``texts``), their kinds ("s"
     string, "n" name, "d" number, "o" punctuation, "x" other) and where the comment starts."""
 
-    __slots__ = ("kinds", "texts", "comment", "_all")
+    __slots__ = ("kinds", "texts", "comment", "_all", "_cols")
 
     def __init__(self, text: str) -> None:
         toks = _TOKEN.findall(text)
@@ -75,28 +76,36 @@ class Line:
         self._all = toks
         self.texts = texts = [t for t in toks if t[0] not in _SPACE]
         self.kinds = _Kinds(texts)
+        self._cols: tuple[list[int], list[int], list[int], int] | None = None
+
+    def _columns(self) -> tuple[list[int], list[int], list[int], int]:
+        """Each token's start column and index in ``texts`` (-1: a space), the start column of
+        each of ``texts``, and the length; computed once, so that a line with thousands of
+        candidates costs a bisection per candidate, not a walk of the line."""
+        if self._cols is None:
+            starts, index, text_cols = [], [], []
+            at = 0
+            for t in self._all:
+                starts.append(at)
+                if t[0] in _SPACE:
+                    index.append(-1)
+                else:
+                    index.append(len(text_cols))
+                    text_cols.append(at)
+                at += len(t)
+            self._cols = (starts, index, text_cols, at)
+        return self._cols
 
     def token_at(self, col: int) -> int:
         """Index in ``texts`` of the token that covers column ``col``, or -1 (a space)."""
-        at = i = 0
-        for t in self._all:
-            if at + len(t) > col:
-                return -1 if t[0] in _SPACE else i
-            at += len(t)
-            if t[0] not in _SPACE:
-                i += 1
-        return -1
+        starts, index, _, end = self._columns()
+        k = bisect_right(starts, col) - 1
+        return -1 if k < 0 or col >= end else index[k]
 
     def col(self, i: int) -> int:
         """Start column of ``texts[i]``."""
-        at = k = 0
-        for t in self._all:
-            if t[0] not in _SPACE:
-                if k == i:
-                    return at
-                k += 1
-            at += len(t)
-        return at
+        _, _, text_cols, end = self._columns()
+        return text_cols[i] if 0 <= i < len(text_cols) else end
 
     def match(self, i: int) -> int:
         """Index of the opening bracket that matches the closing one at ``i``, or -1."""

@@ -98,10 +98,13 @@ def _wrap(body: str) -> tuple[str, int]:
     return body, shift
 
 
+TOO_DEEP = (RecursionError, MemoryError)  # an expression nested past what the parser can build
+
+
 def parses(src: str) -> ast.Module | None:
     try:
         return ast.parse(src)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, *TOO_DEEP):
         return None
 
 

@@ -24,7 +24,7 @@ from typing import Collection
 from .model import Evidence, merge_spans
 from .pyfast import Around, Guard, line_hits
 from .pyfinder import Finder, memo
-from .pysnippets import Snippets, Unparseable, find_all
+from .pysnippets import TOO_DEEP, Snippets, Unparseable, find_all
 from .rules import PythonRules
 
 
@@ -123,6 +123,13 @@ def scan_python(text: str, rules: PythonRules) -> tuple[list[Evidence], str | No
     pending = _candidates(text, rules)
     if not pending:
         return [], None
+    try:
+        return _scan_statements(text, rules, pending)
+    except TOO_DEEP:
+        return [], TOO_DEEP_WARNING
+
+
+def _scan_statements(text: str, rules: PythonRules, pending: list[int]) -> tuple[list[Evidence], str | None]:
     sn = Snippets(text)
     f = Finder(rules, sn)
     known = memo(rules)
@@ -141,6 +148,9 @@ def scan_python(text: str, rules: PythonRules) -> tuple[list[Evidence], str | No
     except Unparseable:
         return _scan_whole(text, rules)
     return _evidence(f), None
+
+
+TOO_DEEP_WARNING = "not scanned: an expression nested deeper than Python's parser can build"
 
 
 def _visit_line(sn: Snippets, f: Finder, rules: PythonRules, done: set[int], pending: list[int],
@@ -223,6 +233,8 @@ def _scan_whole(text: str, rules: PythonRules) -> tuple[list[Evidence], str | No
     except (SyntaxError, ValueError) as e:
         line = getattr(e, "lineno", None)
         return [], f"not valid Python{f' (line {line})' if line else ''}: {getattr(e, 'msg', e)}"
+    except TOO_DEEP:
+        return [], TOO_DEEP_WARNING
     f = Finder(rules)
     f.visit(tree)
     return _evidence(f), None
