@@ -126,3 +126,12 @@ def test_a_killed_update_leaves_the_package_in_place_and_the_next_run_cleans_up(
     r = tdev("scaffold", "--update", str(pkg))
     assert r.returncode == 0, r.stderr
     assert sorted(os.listdir(tmp_path)) == ["torch_sim"] and ops.read_text().endswith("// mine\n")
+
+
+@pytest.mark.parametrize("key,value", [("package", "../../x"), ("package", "a" * 5000), ("device", "a\0"),
+                                       ("package", "torch"), ("device", "cuda")])
+def test_a_bad_name_in_the_marker_is_one_line_naming_the_marker(made, tmp_path, key, value):
+    pkg = with_marker(copy_of(made, tmp_path), lambda d: d.__setitem__(key, value))
+    before = tree_hash(pkg)
+    one_line_exit_2(tdev("scaffold", "--update", str(pkg)), str(pkg / MARKER), key)
+    assert tree_hash(pkg) == before

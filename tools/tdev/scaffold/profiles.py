@@ -211,7 +211,7 @@ def resolve_vendor(name_or_path: str) -> Path:
     if name_or_path not in vendors:
         close = difflib.get_close_matches(name_or_path.lower(), list(vendors), n=1, cutoff=0.6)
         hint = f"did you mean {close[0]!r}? " if close else ""
-        raise ProfileError(f"{vendors_dir()}: unknown vendor {name_or_path!r} "
+        raise ProfileError(f"{vendors_dir()}: unknown vendor {name_or_path!r:.80} "
                            f"({hint}shipped: {', '.join(vendors)}; or pass a .yaml file)")
     return vendors[name_or_path]
 

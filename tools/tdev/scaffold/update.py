@@ -29,9 +29,10 @@ from basekit.docread import read_regular
 from basekit.fs import PathEscapeError, safe_join
 from tdev.patch.merge import Conflict, diff3_region, merge3
 
+from . import validate
 from .profiles import available_vendors
 from .render import marker_info, recover, write_package
-from .scaffold import ScaffoldError, prepare, template_root
+from .scaffold import MAX_PACKAGE_CHARS, ScaffoldError, prepare, template_root
 from .userwork import MARKER, Marker, added_paths, base_of, read_marker
 
 CONFLICT_SUFFIX = ".conflict"
@@ -147,8 +148,8 @@ def update(out: Path, vendor: str | None = None) -> UpdateResult:
     recover(out)
     marker = _read_marker(out)
     _refuse_pending(out, marker)
-    prep = prepare(vendor or _profile_of(out, marker.info), _field(marker.info, "package"),
-                   _field(marker.info, "device"))
+    prep = prepare(vendor or _profile_of(out, marker.info), _named(out, marker.info, "package"),
+                   _named(out, marker.info, "device"))
     root = template_root()
     new = prep.render(root)
     generated = set(marker.files)
@@ -232,6 +233,22 @@ def _profile_of(out: Path, info: Mapping[str, Any]) -> str:
     if isinstance(path, str) and path:
         return path
     raise ScaffoldError(f"{out / MARKER}: names no vendor profile; pass --vendor")
+
+
+def _named(out: Path, info: Mapping[str, Any], key: str) -> str | None:
+    """The marker's package or device name, checked as scaffold checks --name and --device;
+    a bad one is one line naming the marker."""
+    value = _field(info, key)
+    check = validate.package_name if key == "package" else validate.device_name
+    try:
+        if value is not None:
+            check(value[:MAX_PACKAGE_CHARS + 1])
+            if key == "package" and len(value) > MAX_PACKAGE_CHARS:
+                raise ValueError(f"{value[:24]!r}... is too long ({len(value)} characters, at most "
+                                 f"{MAX_PACKAGE_CHARS})")
+    except ValueError as e:
+        raise ScaffoldError(out / MARKER, f"{key}: {e}; not a marker tdev wrote") from None
+    return value
 
 
 def _field(info: Mapping[str, Any], key: str) -> str | None:
