@@ -27,6 +27,14 @@ def foreign(paths: list[str]) -> list[str]:
     return [p for p in paths if os.path.basename(p).startswith(own) and not p.startswith(root)]
 
 
+def pytest_runtest_logstart(nodeid, location):
+    """The test about to run, for cuda_tests.sh to name and deselect a test that kills the
+    process (a segmentation fault ends pytest before it can report)."""
+    with open(os.path.join(os.environ.get("OUT", "."), "current_test.txt"), "w",
+              encoding="utf-8") as f:
+        f.write(nodeid + "\n")
+
+
 def pytest_sessionfinish(session, exitstatus):
     paths = mapped()
     out = os.environ.get("OUT", ".")

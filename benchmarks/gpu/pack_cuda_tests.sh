@@ -3,8 +3,9 @@
 # PyTorch's CUDA tests on it (benchmarks/gpu/cuda_tests.sh), as two loads of at most ~60 MB, one
 # a call (the device takes 64 MiB a call, the working tree included):
 #   .clean/rt/c1: the staged build (build.tgz, site.tgz, tree.tgz: pack_full_build.sh) and the
-#                 wheel's libtorch_cpu.so + libc10.so (torch_cpu.tar.xz, what torch_cuda links)
-#   .clean/rt/c2: the rest of the wheel but its four CUDA libraries (torch_rest.tar.xz, with
+#                 wheel's libraries that torch_cuda and _CUDAC link (torch_link.tar.xz: libtorch,
+#                 libtorch_python, libshm; torch_cpu.tar.xz.a: the first part of libtorch_cpu, libc10)
+#   .clean/rt/c2: torch_cpu.tar.xz.b, the rest of the wheel but its four CUDA libraries (torch_rest.tar.xz, with
 #                 libcudart.so.12 and libcupti.so.12 that libtorch_cpu needs), the release's test/
 #                 (tests.tar.xz) and the Python packages the tests import (wheels/)
 # usage: benchmarks/gpu/pack_cuda_tests.sh STAGED_BUILD STAGE1_SITE TREE TORCH_WHEEL_CP312 \
@@ -29,8 +30,13 @@ unzip -q "$cupti" -d "$tmp/w" 'nvidia/cuda_cupti/lib/libcupti.so.12'
 for lib in libtorch_cuda.so libtorch_cuda_linalg.so libc10_cuda.so libcaffe2_nvrtc.so; do
   [[ ! -e $tmp/w/torch/lib/$lib ]] || { echo "pack: $lib still in the runtime" >&2; exit 1; }
 done
-tar cf - -C "$tmp/w" torch/lib/libtorch_cpu.so torch/lib/libc10.so | xz -9 -T0 > "$out/c1/torch_cpu.tar.xz"
-rm "$tmp/w/torch/lib/libtorch_cpu.so" "$tmp/w/torch/lib/libc10.so"
+# ~70 MB even as xz -9: its first 40 MB travel with c1, the rest with c2
+tar cf - -C "$tmp/w" torch/lib/libtorch_cpu.so torch/lib/libc10.so | xz -9 -T0 > "$tmp/torch_cpu.tar.xz"
+split -b 40M -a 1 "$tmp/torch_cpu.tar.xz" "$tmp/torch_cpu.tar.xz."
+mv "$tmp/torch_cpu.tar.xz.a" "$out/c1/"; mv "$tmp/torch_cpu.tar.xz.b" "$out/c2/"
+tar cf - -C "$tmp/w" torch/lib/libtorch.so torch/lib/libtorch_python.so torch/lib/libshm.so \
+  | xz -9 -T0 > "$out/c1/torch_link.tar.xz"
+rm "$tmp/w/torch/lib/"{libtorch_cpu,libc10,libtorch,libtorch_python,libshm}.so
 tar cf - -C "$tmp/w" . | xz -9 -T0 > "$out/c2/torch_rest.tar.xz"
 tar cf - -C "$tree" test pytest.ini | xz -9 -T0 > "$out/c2/tests.tar.xz"
 cp "$wheels"/*.whl "$out/c2/wheels/"

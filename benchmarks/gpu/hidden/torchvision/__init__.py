@@ -1,0 +1,2 @@
+# See ../triton/__init__.py.
+raise ImportError("no torchvision built for torch 2.6.0 on this machine")
