@@ -63,6 +63,11 @@ def test_a_lost_or_gained_key_is_named(stock, tmp_path):
     assert proc.returncode == 1
     assert json.loads(proc.stdout)["differences"] == [
         {"op": "aten::add.Tensor", "missing": [], "extra": ["QuantizedCUDA"]}]
+    # some keys only (an op-list build registers the CUDA key of its operators)
+    assert tdev("registrations", "compare", stock, built, "--ops", "add", "--keys",
+                "CUDA").returncode == 0
+    proc = tdev("registrations", "compare", stock, built, "--keys", "CUDA,Bogus")
+    assert proc.returncode == 2 and "Bogus: not a CUDA key" in proc.stderr
 
 
 @pytest.mark.parametrize("content", ["", "{", "[]", '{"format": "tdev-registrations"}',

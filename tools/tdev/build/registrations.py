@@ -100,11 +100,11 @@ def load(path: Path) -> Registrations:
     return parse(read_text(path, max_bytes=MAX_BYTES, what="registration table"), str(path))
 
 
-def compare(stock: Registrations, built: Registrations,
-            ops: tuple[str, ...] | None = None) -> list[Difference]:
+def compare(stock: Registrations, built: Registrations, ops: tuple[str, ...] | None = None,
+            keys: tuple[str, ...] | None = None) -> list[Difference]:
     """Operators whose CUDA keys differ (``ops``: only these; an overload name or a base name
-    such as ``add``, which takes every ``aten::add.*``)."""
-    keys = set(stock.keys) & set(built.keys)
+    such as ``add``, which takes every ``aten::add.*``; ``keys``: only these dispatch keys)."""
+    keys = set(stock.keys) & set(built.keys) & (set(keys) if keys is not None else set(stock.keys))
     names = sorted(set(stock.ops) | set(built.ops))
     if ops is not None:
         wanted = {o if "::" in o else f"aten::{o}" for o in ops}

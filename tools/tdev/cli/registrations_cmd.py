@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from basekit.errors import EXIT_FAILED, EXIT_OK, exit_codes_epilog
+from basekit.errors import EXIT_FAILED, EXIT_OK, InputError, exit_codes_epilog
 
 HELP = """Which operators have a kernel for which CUDA dispatch key (CUDA, SparseCUDA, SparseCsrCUDA,
 QuantizedCUDA, NestedTensorCUDA, AutocastCUDA, AutogradCUDA), as the dispatcher holds them once
@@ -50,6 +50,8 @@ def register(sub) -> None:
     c.add_argument("built", type=Path)
     c.add_argument("--ops", help="only these operators (comma-separated; `add` takes every "
                    "aten::add overload): an op-list build")
+    c.add_argument("--keys", help="only these dispatch keys (comma-separated, e.g. CUDA: an "
+                   "op-list build registers the CUDA key of its operators)")
     c.add_argument("--json", action="store_true", help="print the differences as JSON")
     c.set_defaults(func=run_compare)
 
@@ -76,7 +78,12 @@ def run_compare(args) -> int:
     from tdev.build.registrations import compare, load
     stock, built = load(args.stock), load(args.built)
     ops = tuple(o.strip() for o in args.ops.split(",") if o.strip()) if args.ops else None
-    diffs = compare(stock, built, ops)
+    keys = tuple(k.strip() for k in args.keys.split(",") if k.strip()) if args.keys else None
+    unknown = sorted(set(keys or ()) - set(stock.keys))
+    if unknown:
+        raise InputError("--keys", f"{', '.join(unknown)}: not a CUDA key of {args.stock} "
+                         f"({', '.join(stock.keys)})")
+    diffs = compare(stock, built, ops, keys)
     if args.json:
         print(json.dumps({"ok": not diffs, "differences": [
             {"op": d.op, "missing": list(d.missing), "extra": list(d.extra)} for d in diffs]},
