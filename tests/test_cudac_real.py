@@ -248,3 +248,76 @@ def test_symbols_are_its_own(build, stage1):
     assert own == []
     from_cuda = {s for s in undefined if s.startswith("torch::cuda::")}
     assert from_cuda and from_cuda <= syms(lib / "libtorch_cuda.so", "--defined-only")
+
+
+RFC_PROBE = r'''
+import json, sys, warnings
+warnings.simplefilter("ignore")
+import torch
+import torch.cuda._cudac as rfc
+cudac = sys.modules.get("torch.cuda._CUDAC")
+names = [n for n in dir(cudac) if not n.startswith("__")] if cudac else []
+print(json.dumps({
+    "cudac": getattr(cudac, "__file__", None),
+    "hidden": list(rfc.HIDDEN),
+    "same": sorted(n for n in names if getattr(torch._C, n, None) is getattr(cudac, n)),
+    "names": names,
+    "missing": sorted(set(rfc.HIDDEN) - set(names)),
+    "count": torch.cuda.device_count(), "available": torch.cuda.is_available(),
+    "stream_base_is_cudac": bool(cudac) and torch.cuda.Stream.__mro__[1] is cudac._CudaStreamBase,
+}))
+'''
+
+
+def _patched_torch(stage1, dest: Path) -> Path:
+    """A site-packages at ``dest`` whose torch is the stage-1 one with the shipped series'
+    torch/cuda patch applied (tdev's own engine) to a copy of torch/cuda, all else linked."""
+    from tdev.patch.diff import parse_diff
+    from tdev.patch.engine import apply_text
+    site = stage1.site_packages
+    dest.mkdir()
+    for entry in site.iterdir():
+        if entry.name != "torch":
+            (dest / entry.name).symlink_to(entry)
+    (dest / "torch").mkdir()
+    for entry in (site / "torch").iterdir():
+        if entry.name != "cuda":
+            (dest / "torch" / entry.name).symlink_to(entry)
+    shutil.copytree(site / "torch" / "cuda", dest / "torch" / "cuda")
+    patch = REPO / "torch_patches" / "rfc" / "0001-cuda-bindings-from-cudac.patch"
+    _, files = parse_diff(patch.read_text(), source=str(patch))
+    for fp in files:
+        target = dest / fp.new_path
+        new = apply_text(target.read_text() if target.exists() else None, fp)
+        assert new is not None, f"{patch.name} does not apply to {fp.new_path}"
+        target.write_text(new)
+    return dest
+
+
+def test_rfc_mode_torch_cuda_calls_the_decoupled_bindings(build, stage1, stage1_py, tmp_path):
+    """torch_patches/rfc (RFC mode): with torch_cuda installed, every CUDA binding of torch._C
+    is hidden and torch.cuda._CUDAC's stand in its place (what torch.cuda and the tests call);
+    _CUDAC has every one of them; without torch_cuda, or with
+    TORCH_CUDA_CUDAC=0, torch._C's own stay; TORCH_CUDA_CUDAC=1 without it is an error."""
+    site = _patched_torch(stage1, tmp_path / "site")
+    base = {**os.environ, "PYTHONPATH": f"{site}:{build}"}
+    done = _run([stage1_py, "-c", RFC_PROBE], env=base, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-4000:]
+    rfc = json.loads(done.stdout.splitlines()[-1])
+    assert rfc["cudac"] and Path(rfc["cudac"]).parent == build / "torch_cuda"
+    assert len(rfc["names"]) > 100 and rfc["same"] == sorted(rfc["names"])
+    assert {"_cuda_getDeviceCount", "_cuda_getCurrentRawStream", "_CudaDeviceProperties",
+            "_CudaStreamBase", "_cudart"} <= set(rfc["same"])
+    # every CUDA binding torch._C had is hidden, and _CUDAC has each of them (none missing)
+    assert "_cuda_getDeviceCount" in rfc["hidden"] and rfc["missing"] == []
+    assert rfc["stream_base_is_cudac"]  # torch.cuda.Stream derives from _CUDAC's class
+    assert rfc["count"] == 0 and rfc["available"] is False  # no GPU here: the same answer
+    for env, hidden in (({**base, "TORCH_CUDA_CUDAC": "0"}, []),
+                        ({**os.environ, "PYTHONPATH": str(site)}, [])):
+        kept = _run([stage1_py, "-c", RFC_PROBE], env=env, cwd=tmp_path)
+        assert kept.returncode == 0, kept.stderr[-3000:]
+        out = json.loads(kept.stdout.splitlines()[-1])
+        assert out["cudac"] is None and out["hidden"] == hidden and out["count"] == 0
+    must = _run([stage1_py, "-c", "import torch"], cwd=tmp_path,
+                env={**os.environ, "PYTHONPATH": str(site), "TORCH_CUDA_CUDAC": "1"})
+    assert must.returncode != 0 and "torch_cuda" in must.stderr

@@ -6,7 +6,8 @@
 #   PHASE=more   carry [".clean/rt/c2"]: unpack the runtime and tests; ninja again (resumes)
 #   PHASE=test   no carry: finish the build if anything is left, put the built libraries in the
 #                2.6.0 runtime, check what the process maps, run TESTS (test files, default
-#                test_cuda.py) with PYTEST_ARGS for what is left of BUDGET seconds
+#                test_cuda.py) with PYTEST_ARGS for what is left of BUDGET seconds; RFC=1: with
+#                torch_patches/rfc applied and tdev's _CUDAC in place of torch._C's bindings
 # $OUT gets the ninja log, failures, junit XML per test file and /proc/self/maps of the runs.
 set -uo pipefail
 R=$PWD; W=/tmp/rt; B=$W/b; S=$W/site; mkdir -p $W/site $W/tree
@@ -51,6 +52,12 @@ test)
   # cuDNN 9 (libtorch_python NEEDs it) and the other CUDA 13 libraries from this machine's python
   export LD_LIBRARY_PATH=$DEV_SITE/nvidia/cudnn/lib:$DEV_SITE/nvidia/cu13/lib:$DEV_SITE/nvidia/nccl/lib:$DEV_SITE/nvidia/cusparselt/lib
   export PYTHONPATH=$S:$W/py:$R/benchmarks/gpu:$R/benchmarks/gpu/hidden PYTHONUNBUFFERED=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1
+  if [ "${RFC:-0}" = 1 ]; then  # RFC mode: torch.cuda's bindings from tdev's _CUDAC, torch._C's hidden
+    PYTHONPATH=$R/tools:$R python3 $R/benchmarks/gpu/patch_site.py $S $R/torch_patches/rfc/0001-cuda-bindings-from-cudac.patch || exit 6
+    export PYTHONPATH=$PYTHONPATH:$B/python TORCH_CUDA_CUDAC=1
+  else
+    rm -f $S/torch/cuda/_cudac.py; [ ! -f $S/torch/cuda/__init__.py.orig ] || cp $S/torch/cuda/__init__.py.orig $S/torch/cuda/__init__.py
+  fi
   python3 -m cuda_tests_probe > $OUT/probe.txt 2>&1; cat $OUT/probe.txt
   # the registrations against the stock 2.6.0 libraries' (dumped where those load: the stage-1
   # environment, `tdev registrations dump -o stock_registrations.json`, carried in c2)

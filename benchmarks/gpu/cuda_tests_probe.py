@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 
 WATCH = re.compile(r"/(lib(torch|c10|caffe2)[^/]*\.so[^/]*|libcu[^/]*|libnccl[^/]*|libnvrtc[^/]*|"
                    r"libcudnn[^/]*|_C[^/]*\.so|_CUDAC[^/]*\.so)$")
@@ -56,6 +57,9 @@ def main() -> int:
     print("mm", (x @ x.T).cpu().tolist())
     print("sum", x.sum().item(), "softmax", torch.softmax(x, 1)[0].cpu().tolist())
     print("cublas ok; cudnn", torch.backends.cudnn.version())
+    rfc = sys.modules.get("torch.cuda._cudac")  # torch_patches/rfc (RFC mode)
+    print("CUDA bindings from", torch._C._cuda_getDeviceCount.__module__,
+          f"({len(rfc.HIDDEN)} of torch._C's hidden)" if rfc and rfc.HIDDEN else "")
     paths = mapped()
     print("\n".join(paths))
     bad = foreign(paths)

@@ -48,4 +48,6 @@ def _load():
 
 _CUDAC = _load()
 sys.modules[__name__ + "._CUDAC"] = _CUDAC
-torch.cuda._CUDAC = _CUDAC
+# through sys.modules: torch.cuda may still be importing (torch_patches/rfc imports this package
+# from torch/cuda/__init__.py, before torch has its `cuda` attribute)
+sys.modules["torch.cuda"]._CUDAC = _CUDAC
