@@ -17,7 +17,7 @@ import pytest
 
 from basekit.docread import BadInput
 from tdev.patch import ops
-from tdev.patch.diff import parse_diff
+from tdev.patch.diff import PatchFormatError, format_file_patch, make_file_patch, parse_diff
 from tdev.patch.series import shipped_series_dir
 
 from test_patch_support import REPO, make_series, make_tree, patch_text, tdev
@@ -141,3 +141,19 @@ def test_the_shipped_series_with_a_patch_missing_or_garbage_is_not_clean(pytorch
     (series / SHIPPED[1]).unlink()
     missing = tdev("patch", "verify", "--series", str(series), "--torch-src", str(pytorch_tree))
     assert missing.returncode == 2 and f"{series / SHIPPED[1]}: no such patch file" in missing.stderr
+
+
+@pytest.mark.parametrize("junk", ["", "# a comment", "\x00", "\x1b[31mred\x1b[0m"])
+def test_a_line_between_two_hunks_is_bad_input_not_a_dropped_hunk(tmp_path, junk):
+    """A line that belongs to no hunk, between two hunks of one file: the second hunk has no
+    file header then; git apply refuses it and so does tdev (it used to drop every later hunk
+    and report the patch applied)."""
+    old = "".join(f"line {n}\n" for n in range(1, 41))
+    new = old.replace("line 5\n", "line 5\nadded A\n").replace("line 30\n", "line 30\nadded B\n")
+    text = format_file_patch(make_file_patch("f.txt", old, new))
+    first, second = text.split("\n@@", 2)[0], "@@" + text.split("\n@@", 2)[2]
+    broken = first + "\n@@" + text.split("\n@@", 2)[1] + "\n" + junk + "\n" + second
+    assert broken.count("@@ -") == 2
+    with pytest.raises(PatchFormatError, match="a hunk without a file header"):
+        parse_diff(broken, source="junk.patch")
+    parse_diff(text, source="ok.patch")  # the same patch without the line reads

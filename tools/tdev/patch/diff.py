@@ -160,6 +160,9 @@ def _parse_file(lines: list[str], tags: str, i: int, strip: int,
                     _mode(im.group(1), where)
             i += 1
     elif not (lines[i].startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")):
+        if _HUNK.match(lines[i]):  # a hunk no file header leads to: never skipped silently
+            raise PatchFormatError(f"{source}:{i + 1}: a hunk without a file header (a line that "
+                                   "belongs to no hunk stands before it?)")
         return None, i + 1  # Index:, ====, diffstat, mail signature: not part of any file
     if i < len(lines) and lines[i].startswith("--- "):
         if i + 1 >= len(lines) or not lines[i + 1].startswith("+++ "):
