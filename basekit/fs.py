@@ -104,6 +104,7 @@ def write_atomic(path: str | Path, data: bytes | str, *, mode: int | None = None
     ``mtime_ns``: the modification time to give it; ``keep_owner``: keep the replaced file's
     owner where we may."""
     path = os.fspath(path)
+    _refuse_non_regular(path)
     blob = data.encode("utf-8") if isinstance(data, str) else data
     if make_parents:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -128,6 +129,18 @@ def write_atomic(path: str | Path, data: bytes | str, *, mode: int | None = None
         except OSError:
             pass
         raise
+
+
+def _refuse_non_regular(path: str) -> None:
+    """A link, device, FIFO or directory where a file is to be written is bad input: the rename
+    would replace it (``-o /dev/null`` run as root would replace the device for everyone)."""
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(path, "not a regular file (a link, device, FIFO or directory): "
+                               "refusing to replace it")
 
 
 def _keep_owner(fd: int, path: str) -> None:

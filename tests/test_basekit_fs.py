@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from basekit import fs, trees
+from basekit.errors import InputError
 
 FILES = 40
 
@@ -143,3 +144,27 @@ def test_dir_lock_refuses_a_second_holder(tmp_path):
                 pass
     with fs.dir_lock(tmp_path):
         pass
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "dangling", "directory"])
+def test_write_atomic_refuses_to_replace_what_is_not_a_regular_file(tmp_path, kind):
+    """A rename onto a FIFO, a link or a device would replace it (`-o /dev/null` as root
+    replaced the device node): bad input naming it, the thing left as it was."""
+    target, other = tmp_path / "out", tmp_path / "other.txt"
+    other.write_text("user's file\n")
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "symlink":
+        target.symlink_to(other)
+    elif kind == "dangling":
+        target.symlink_to(tmp_path / "nowhere")
+    else:
+        target.mkdir()
+    before = os.lstat(target)
+    with pytest.raises(InputError, match="not a regular file"):
+        fs.write_atomic(target, "data\n")
+    after = os.lstat(target)
+    assert (after.st_mode, after.st_ino) == (before.st_mode, before.st_ino)
+    assert other.read_text() == "user's file\n"
+    fs.write_atomic(other, "replaced\n")  # a regular file is still replaced
+    assert other.read_text() == "replaced\n"
