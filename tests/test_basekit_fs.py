@@ -148,8 +148,8 @@ def test_dir_lock_refuses_a_second_holder(tmp_path):
 
 @pytest.mark.parametrize("kind", ["fifo", "symlink", "dangling", "directory"])
 def test_write_atomic_refuses_to_replace_what_is_not_a_regular_file(tmp_path, kind):
-    """A rename onto a FIFO, a link or a device would replace it (`-o /dev/null` as root
-    replaced the device node): bad input naming it, the thing left as it was."""
+    """A rename onto a FIFO, a link or a device would replace it (`-o /dev/null` run as root
+    would replace the machine's device node): bad input naming it, the thing left as it was."""
     target, other = tmp_path / "out", tmp_path / "other.txt"
     other.write_text("user's file\n")
     if kind == "fifo":

@@ -146,8 +146,8 @@ def test_the_shipped_series_with_a_patch_missing_or_garbage_is_not_clean(pytorch
 @pytest.mark.parametrize("junk", ["", "# a comment", "\x00", "\x1b[31mred\x1b[0m"])
 def test_a_line_between_two_hunks_is_bad_input_not_a_dropped_hunk(tmp_path, junk):
     """A line that belongs to no hunk, between two hunks of one file: the second hunk has no
-    file header then; git apply refuses it and so does tdev (it used to drop every later hunk
-    and report the patch applied)."""
+    file header then; git apply refuses it and so does tdev, rather than dropping every later
+    hunk and reporting the patch applied."""
     old = "".join(f"line {n}\n" for n in range(1, 41))
     new = old.replace("line 5\n", "line 5\nadded A\n").replace("line 30\n", "line 30\nadded B\n")
     text = format_file_patch(make_file_patch("f.txt", old, new))
