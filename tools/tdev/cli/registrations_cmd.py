@@ -77,8 +77,7 @@ def run_dump(args) -> int:
 def run_compare(args) -> int:
     from tdev.build.registrations import compare, load
     stock, built = load(args.stock), load(args.built)
-    ops = tuple(o.strip() for o in args.ops.split(",") if o.strip()) if args.ops else None
-    keys = tuple(k.strip() for k in args.keys.split(",") if k.strip()) if args.keys else None
+    ops, keys = _names(args.ops), _names(args.keys)
     unknown = sorted(set(keys or ()) - set(stock.keys))
     if unknown:
         raise InputError("--keys", f"{', '.join(unknown)}: not a CUDA key of {args.stock} "
@@ -97,3 +96,8 @@ def run_compare(args) -> int:
         print(f"registrations: {'OK' if not diffs else 'DIFFER'}: {len(diffs)} of "
               f"{n} {'listed ' if ops else ''}operators differ ({args.stock} vs {args.built})")
     return EXIT_FAILED if diffs else EXIT_OK
+
+
+def _names(value: str | None) -> tuple[str, ...] | None:
+    """A comma-separated option as its names (None when it was not given)."""
+    return tuple(n.strip() for n in value.split(",") if n.strip()) if value else None
