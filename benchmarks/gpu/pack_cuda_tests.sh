@@ -25,6 +25,7 @@ mv "$here/../../.clean/fb/"{build,site,tree}.tgz "$out/c1/"
 # the wheel less its CUDA libraries (tdev builds those), the headers (site.tgz has them) and tools
 unzip -q "$wheel" -d "$tmp/w" -x 'torch/lib/libtorch_cuda.so' 'torch/lib/libtorch_cuda_linalg.so' \
   'torch/lib/libc10_cuda.so' 'torch/lib/libcaffe2_nvrtc.so' 'torch/include/*' 'torch/bin/*'
+unzip -q "$wheel" 'torch/bin/torch_shm_manager' -d "$tmp/w"  # torch.multiprocessing's helper
 unzip -q "$cudart" -d "$tmp/w" 'nvidia/cuda_runtime/lib/libcudart.so.12'
 unzip -q "$cupti" -d "$tmp/w" 'nvidia/cuda_cupti/lib/libcupti.so.12'
 for lib in libtorch_cuda.so libtorch_cuda_linalg.so libc10_cuda.so libcaffe2_nvrtc.so; do

@@ -2,12 +2,14 @@
 
     python benchmarks/gpu/patch_site.py SITE PATCH [PATCH...]
 
-Each file a patch names is patched in place under SITE (``torch/cuda/__init__.py``, ...) with
-tdev's own engine; the first copy of a file is kept as ``NAME.orig`` and every run starts from
-it, so running again is harmless. A patch that does not apply stops with its name (exit 1).
+Each file a patch names is patched under SITE (``torch/cuda/__init__.py``, ...) with tdev's own
+engine and replaced by a rename, never written through, so SITE may be a hard-linked copy of
+another runtime; the first copy of a file is kept as ``NAME.orig`` and every run starts from it,
+so running again is harmless. A patch that does not apply stops with its name (exit 1).
 """
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -28,7 +30,11 @@ def main(site: Path, patches: list[Path]) -> int:
             if new is None:
                 print(f"{patch.name}: does not apply to {target}", file=sys.stderr)
                 return 1
-            target.write_text(new)
+            tmp = target.with_name(target.name + ".tdev-tmp")
+            tmp.write_text(new)
+            if orig.exists():
+                shutil.copymode(orig, tmp)
+            os.replace(tmp, target)
             print(f"{patch.name}: {target}")
     return 0
 
