@@ -227,6 +227,48 @@ def relpath_problem(rel: object, *, max_chars: int = MAX_REL_CHARS, max_depth: i
     return None
 
 
+MAX_PATH_BYTES = 4095  # a path handed to the system (PATH_MAX less the NUL)
+MAX_PATH_DEPTH = 256  # levels of a path given on the command line
+
+
+def shortened(path: str | os.PathLike, keep: int = 60) -> str:
+    """``path`` for a message: at most about ``keep`` characters, its start and its end."""
+    text = os.fsdecode(path)
+    if len(text) <= keep:
+        return text
+    return f"{text[:keep - 20]}...{text[-12:]} ({len(text)} characters)"
+
+
+def path_problem(path: str | os.PathLike, *, max_bytes: int = MAX_PATH_BYTES,
+                 max_depth: int = MAX_PATH_DEPTH) -> str | None:
+    """Why the system could not take ``path`` (None when it can): made absolute, longer than
+    ``max_bytes``, deeper than ``max_depth`` levels, a name longer than 255 bytes, a NUL. For
+    paths given on a command line, checked before anything uses them (a 3,000-level or
+    5,000-character path is otherwise an ``ENAMETOOLONG`` or a ``RecursionError`` deep inside)."""
+    text = os.fsdecode(path)
+    if "\0" in text:
+        return "the path contains NUL"
+    try:
+        raw = os.fsencode(os.path.abspath(text))
+    except (UnicodeError, ValueError):
+        return "the path cannot be a file name (not encodable)"
+    if len(raw) > max_bytes:
+        return f"path too long ({len(raw)} bytes made absolute, at most {max_bytes})"
+    parts = [part for part in raw.split(b"/") if part]
+    if len(parts) > max_depth:
+        return f"path too deep ({len(parts)} levels, at most {max_depth})"
+    if any(len(part) > MAX_NAME_BYTES for part in parts):
+        return f"a name in the path is longer than {MAX_NAME_BYTES} bytes"
+    return None
+
+
+def check_path(path: str | os.PathLike, **bounds: int) -> None:
+    """:func:`path_problem` as bad input naming the (shortened) path."""
+    problem = path_problem(path, **bounds)
+    if problem:
+        raise InputError(shortened(path), problem)
+
+
 def safe_join(base: str | Path, rel: str) -> Path:
     """``base / rel`` for a relative posix path that stays inside ``base`` (no absolute paths, no
     ``..`` escaping, no symlink on the way that leads outside). Raises PathEscapeError."""

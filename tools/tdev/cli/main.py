@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
+import os
 import sys
 
-from basekit.errors import EXIT_CODES_EPILOG, run_command
+from basekit.errors import EXIT_CODES_EPILOG, InputError, run_command
+from basekit.fs import check_path
 
 # command name -> module in tdev.cli
 COMMANDS = {
@@ -19,9 +22,18 @@ COMMANDS = {
     "patch": "patch_cmd",
     "scaffold": "scaffold_cmd",
     "route": "route_cmd",
+    "build": "build_cmd",
     "link-check": "linkcheck_cmd",
     "registrations": "registrations_cmd",
 }
+
+# numeric options of any command (by dest) and the least value each takes: processes, rounds,
+# seconds; checked once here, so a new command's `--jobs` is bounded like the others
+AT_LEAST = {"jobs": 1, "repeat": 1, "rounds": 1, "warmup": 0, "fuzz": 0, "wait": 0}
+MORE_THAN = {"batch_ms": 0}
+# options given as text that name paths (besides every `type=Path` one); LISTS: comma-separated
+PATH_TEXT = {"series", "torch_src", "junit", "to", "out", "vendor"}
+PATH_LISTS = {"libs", "provider"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,9 +54,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_arguments(args: argparse.Namespace) -> None:
+    """Bad input before any command runs: every path argument (``type=Path``) within the
+    system's bounds (length, depth, name length), every count and time within its range."""
+    for dest, value in vars(args).items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, os.PathLike) or (dest in PATH_TEXT and isinstance(item, str)):
+                check_path(item)
+            elif dest in PATH_LISTS and isinstance(item, str):
+                for path in filter(None, item.split(",")):
+                    check_path(path)
+        if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        option = "--" + dest.replace("_", "-")
+        if not math.isfinite(value):
+            raise InputError(option, f"must be a finite number, got {value}")
+        if dest in AT_LEAST and value < AT_LEAST[dest]:
+            raise InputError(option, f"must be {AT_LEAST[dest]} or more, got {value}")
+        if dest in MORE_THAN and value <= MORE_THAN[dest]:
+            raise InputError(option, f"must be more than {MORE_THAN[dest]}, got {value}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return run_command("tdev", lambda: args.func(args))
+
+    def call() -> int | None:
+        check_arguments(args)
+        return args.func(args)
+    return run_command("tdev", call)
 
 
 if __name__ == "__main__":
