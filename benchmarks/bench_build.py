@@ -25,7 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from wrapped_cmake.testing import clean_env, write_module_source
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # test support
+from support.buildenv import clean_env  # noqa: E402
+from support.projects import write_module_source
 
 TARGET_S = 0.3
 WRAPPED_SETUP = """from setuptools import setup

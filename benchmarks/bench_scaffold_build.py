@@ -24,7 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tdev.scaffold.build import build_env, make_venv, pip_install
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # test support
+from support.venv import build_env, make_venv, pip_install  # noqa: E402
 from tdev.scaffold.check import _torch_includes
 from tdev.scaffold.scaffold import scaffold
 

@@ -13,7 +13,7 @@ from basekit.errors import InputError
 from tdev.build import opunits
 from tdev.extract.manifest import load_manifest
 
-from test_standalone_support import OVERLAY, extract_for_tests
+from support.standalone import OVERLAY, extract_for_tests
 
 TABLE = OVERLAY / "op_units.yaml"
 

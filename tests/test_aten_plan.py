@@ -15,11 +15,11 @@ import pytest
 
 from tdev.build import cudac
 from tdev.extract.manifest import load_manifest
-from wrapped_cmake.testing import clean_env
+from support.buildenv import clean_env
 
-from test_standalone_support import OVERLAY, extract_for_tests
+from support.standalone import OVERLAY, extract_for_tests
 
-pytest_plugins = ("stage1",)
+pytest_plugins = ("support.stage1",)
 pytestmark = pytest.mark.realtree
 
 

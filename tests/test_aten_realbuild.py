@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from wrapped_cmake.testing import clean_env
+from support.buildenv import clean_env
 
-from test_standalone_support import extract_for_tests
+from support.standalone import extract_for_tests
 
-pytest_plugins = ("stage1",)
+pytest_plugins = ("support.stage1",)
 pytestmark = pytest.mark.realtree
 
 CCACHE_DIR = Path.home() / ".cache" / "tdev" / "ccache-aten"

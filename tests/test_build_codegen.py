@@ -22,7 +22,7 @@ from tdev.build.codegen import (CONFIG, CodegenRequest, compare_with_packaged, g
 from tdev.build.wheel import find_stage1_torch
 from tdev.extract.manifest import load_manifest
 
-from test_standalone_support import extract_for_tests
+from support.standalone import extract_for_tests
 
 OPS = ("add", "mul", "sum", "softmax", "layer_norm", "mm", "index_select", "copy_")
 IMPL = re.compile(r'm\.impl\("([^"]+)"')

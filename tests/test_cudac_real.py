@@ -37,7 +37,7 @@ CUDA_PREFIXES = ("_cuda", "_nccl", "_cudart", "_cudnn", "_cusparselt", "_nvtx", 
 CONFIGURED = {"_cuda_getArchFlags": "the kernels' archs: -D CUDAC_ARCH_FLAGS (not given here)"}
 
 pytestmark = [pytest.mark.realtree, pytest.mark.slow]
-pytest_plugins = ("stage1",)  # stage1_py, stage1: the stage-1 torch 2.6.0 (tests/stage1.py)
+pytest_plugins = ("support.stage1",)  # stage1_py, stage1: the stage-1 torch 2.6.0 (tests/support/stage1.py)
 
 PROBE = r'''
 import json, sys, warnings

@@ -7,7 +7,7 @@ import pytest
 import yaml
 from hypothesis import given, strategies as st
 
-from fuzzing import FUZZ, bounded_time
+from support.fuzzing import FUZZ, bounded_time
 from basekit.docread import (BadInput, finite_number, load_json, load_json_text, load_yaml,
                           load_yaml_text, read_regular, read_text)
 

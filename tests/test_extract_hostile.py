@@ -13,8 +13,8 @@ import pytest
 
 from tdev.extract.manifest import verify
 
-from test_extract_support import make_tree, scan_json, tdev
-from test_patch_support import tree_hash
+from support.extract import make_tree, scan_json, tdev
+from support.patch import tree_hash
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from tdev.extract import ppcheck
 from tdev.extract.intrafile import plan_split
 from tdev.extract.layout import load_layout, parse_layout
 
-from test_extract_support import MIXED_DEVICE_CPP
+from support.extract import MIXED_DEVICE_CPP
 
 MACROS = ("USE_CUDA", "__CUDACC__", "USE_ROCM", "__HIPCC__")
 PATH = "c10/core/Device.cpp"

@@ -14,7 +14,7 @@ from tdev.extract.manifest import verify
 from tdev.extract.plan import make_plan
 from tdev.scan.model import ScanResult
 
-from test_extract_support import make_tree, scan_json, tdev
+from support.extract import make_tree, scan_json, tdev
 
 ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}

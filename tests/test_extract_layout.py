@@ -6,7 +6,7 @@ import yaml
 
 from tdev.extract.layout import LayoutError, glob_match, load_layout, parse_layout
 
-from test_extract_support import tdev
+from support.extract import tdev
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +118,7 @@ def test_malformed_layouts(tmp_path):
 
 
 def test_cli_refuses_escaping_layout_with_exit_2(tmp_path):
-    from test_extract_support import make_tree
+    from support.extract import make_tree
     root = make_tree(tmp_path / "pytorch")
     layout = tmp_path / "layout.yaml"
     layout.write_text(yaml.safe_dump({"rules": [{"name": "evil", "match": ["**"], "to": "../../evil"}]}))

@@ -10,7 +10,7 @@ from tdev.patch.engine import apply_text
 from tdev.patch.meta import parse_meta
 from tdev.extract.pyrewrite import rewrite_python
 
-from test_extract_support import DEVICE_INTERFACE_PY
+from support.extract import DEVICE_INTERFACE_PY
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,8 @@ from tdev.scan.rules import load_rules
 from tdev.scan.scanner import scan
 from tdev.scan.walk import walk_tree
 
-from test_extract_support import tdev
-from test_patch_support import tree_hash
+from support.extract import tdev
+from support.patch import tree_hash
 
 pytestmark = pytest.mark.realtree
 

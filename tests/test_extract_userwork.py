@@ -20,8 +20,8 @@ import yaml
 from tdev.extract.layout import load_layout
 from tdev.extract.manifest import verify
 
-from test_extract_support import extract, mini, tdev  # noqa: F401  (mini: a fixture)
-from test_patch_support import tree_hash
+from support.extract import extract, mini, tdev  # noqa: F401  (mini: a fixture)
+from support.patch import tree_hash
 
 EDITED = "torch_cuda/core/__init__.py"  # where the mini tree's torch/cuda/__init__.py lands
 

@@ -15,7 +15,7 @@ from tdev.cli.main import main
 from tdev.extract import manifest
 from tdev.extract.manifest import ManifestError
 
-from test_extract_support import make_tree, scan_json, tdev
+from support.extract import make_tree, scan_json, tdev
 
 MANIFEST = "MANIFEST.json"
 

@@ -16,8 +16,8 @@ from tdev.extract.plan import make_plan
 from tdev.scan.model import ScanResult
 from tdev.scan.scanner import scan
 
-from test_extract_support import FILES, extract, make_tree, mini, tdev  # noqa: F401  (mini: a fixture)
-from test_patch_support import tree_hash
+from support.extract import FILES, extract, make_tree, mini, tdev  # noqa: F401  (mini: a fixture)
+from support.patch import tree_hash
 
 
 

@@ -20,8 +20,8 @@ from tdev.extract.plan import make_plan
 from tdev.extract.writer import write_tree
 from tdev.scan.scanner import scan
 
-from fuzzing import FUZZ, bounded_time
-from test_extract_support import make_tree
+from support.fuzzing import FUZZ, bounded_time
+from support.extract import make_tree
 
 ODD_PATHS = ["", ".", "..", "/", "a/../../x", "/etc/passwd", "a\x00b", "\ud800", "a//b", "./a", "a/",
              "C:x", "\\x", "MANIFEST.json", "link/x", "torch_cuda", "torch_cuda/core", "x" * 5000,

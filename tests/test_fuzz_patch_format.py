@@ -19,7 +19,7 @@ from pathlib import Path
 
 from hypothesis import given, strategies as st
 
-from fuzzing import FUZZ, bounded_time
+from support.fuzzing import FUZZ, bounded_time
 from tdev.patch.diff import PatchFormatError, decode, parse_diff
 from tdev.patch.engine import apply_file
 from tdev.patch.meta import VersionSpecError, check_spec, parse_meta, release, tree_version, version_matches

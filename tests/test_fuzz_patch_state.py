@@ -16,7 +16,7 @@ from basekit.docread import BadInput
 from tdev.patch import journal, owners
 from tdev.patch.tree import STATE_DIR, Tree
 
-from fuzzing import FUZZ, bounded_time
+from support.fuzzing import FUZZ, bounded_time
 
 ANY = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=False),
                 st.text(max_size=12), st.lists(st.integers(), max_size=2))

@@ -17,7 +17,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fuzzing import FUZZ, bounded_time
+from support.fuzzing import FUZZ, bounded_time
 from tdev.scaffold.profiles import ProfileError, VendorProfile, available_vendors, load_profile
 
 SHIPPED = {name: yaml.safe_load(path.read_text()) for name, path in available_vendors().items()}

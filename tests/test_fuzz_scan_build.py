@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fuzzing import FUZZ, bounded_time
+from support.fuzzing import FUZZ, bounded_time
 from tdev.scan.cmakefile import scan_cmake
 from tdev.scan.cmakelists import CMakeEvalError, CMakeResult, CMakeSyntaxError, evaluate_cmake
 from tdev.scan.rules import Rules, RulesError, load_rules

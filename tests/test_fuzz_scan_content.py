@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fuzzing import FUZZ, bounded_time
+from support.fuzzing import FUZZ, bounded_time
 from tdev.scan import ppexpr
 from tdev.scan.cpp import Region, find_cuda_regions, scan_cpp
 from tdev.scan.model import Evidence

@@ -16,7 +16,7 @@ from wrapped_cmake.profile import BUILTIN_DIR, parse_profile
 from wrapped_cmake.settings import pyproject_layer
 from tdev.extract.manifest import ManifestError, load_manifest
 
-from fuzzing import FUZZ, bounded_time
+from support.fuzzing import FUZZ, bounded_time
 
 VALID_MANIFEST = {
     "schema": 1, "tool": "tdev extract", "torch": {"version": "2.6.0a0", "commit": None},

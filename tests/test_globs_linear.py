@@ -12,7 +12,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fuzzing import FUZZ
+from support.fuzzing import FUZZ
 from tdev.globs import matches, matches_any
 
 REPO = Path(__file__).resolve().parent.parent

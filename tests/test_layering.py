@@ -23,7 +23,7 @@ from tdev.cli.main import main as tdev_main
 from wrapped_cmake import sources
 from wrapped_cmake.cli import main as wcmake_main
 
-from test_extract_support import make_tree
+from support.extract import make_tree
 
 REPO = Path(__file__).resolve().parents[1]
 WRAPPED_CMAKE = REPO / "wrapped_cmake"

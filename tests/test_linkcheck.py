@@ -1,7 +1,7 @@
 """`tdev link-check` (issue 12): ELF symbol tables, closure and coverage, on the REAL libraries of
 the stage-1 torch 2.6.0 wheel (cu124) and libraries compiled here with g++.
 
-The stage-1 environment comes from tests/stage1.py (tools/setup-stage1.sh; TDEV_TORCH_PYTHON
+The stage-1 environment comes from tests/support/stage1.py (tools/setup-stage1.sh; TDEV_TORCH_PYTHON
 chooses another interpreter)."""
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from tdev.build.linkinputs import (interpreter_library, load_data, provider_path
                                    stage1_site)
 from tdev.extract import manifest
 
-from stage1 import stage1, stage1_py  # noqa: F401  (pytest fixtures)
+from support.stage1 import stage1, stage1_py  # noqa: F401  (pytest fixtures)
 
 REPO = Path(__file__).resolve().parent.parent
 

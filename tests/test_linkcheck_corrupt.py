@@ -19,8 +19,8 @@ from basekit.errors import InputError
 from tdev.build import elfsyms
 from tdev.build.elfhead import check_elf
 
-from fuzzing import FUZZ
-from linkcheck_support import LIBM, read_or_error, small_lib  # noqa: F401  (a fixture)
+from support.fuzzing import FUZZ
+from support.linkcheck import LIBM, read_or_error, small_lib  # noqa: F401  (a fixture)
 
 
 def test_truncations_of_a_library_are_bad_input(small_lib, tmp_path):

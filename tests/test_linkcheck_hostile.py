@@ -21,8 +21,8 @@ from tdev.build.linkgroups import source_index
 from tdev.build.linkinputs import build_libraries, load_data
 from tdev.extract import manifest
 
-from fuzzing import FUZZ
-from linkcheck_support import bounded, one_line_exit_2, small_lib, tdev  # noqa: F401  (a fixture)
+from support.fuzzing import FUZZ
+from support.linkcheck import bounded, one_line_exit_2, small_lib, tdev  # noqa: F401  (a fixture)
 
 
 # --- dumps ----------------------------------------------------------------------------------------

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from test_extract_support import tdev
-from test_patch_support import copy_tree, tree_hash
+from support.extract import tdev
+from support.patch import copy_tree, tree_hash
 
 pytestmark = [pytest.mark.realtree, pytest.mark.slow]
 

@@ -9,7 +9,7 @@ import pytest
 
 from tdev.cli.main import main
 
-from test_patch_support import make_series, numbered, patch_text, small, tdev  # noqa: F401
+from support.patch import make_series, numbered, patch_text, small, tdev  # noqa: F401
 
 ACTIONS = ["apply", "verify", "unapply", "status", "new", "refresh", "port"]
 

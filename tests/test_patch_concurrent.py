@@ -22,8 +22,8 @@ from tdev.patch import diskio, ops
 from tdev.patch import tree as tree_mod
 from tdev.patch.tree import STATE_DIR
 
-from property_support import ROUNDS, property_settings
-from test_patch_support import make_series, make_tree, numbered, patch_text, tdev, tree_hash
+from support.properties import ROUNDS, property_settings
+from support.patch import make_series, make_tree, numbered, patch_text, tdev, tree_hash
 
 FILE = "shared.txt"
 

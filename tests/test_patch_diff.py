@@ -14,7 +14,7 @@ from tdev.patch.meta import VersionSpecError, parse_meta, version_matches
 from tdev.patch.series import load_series, parse_series_file, shipped_series_dir
 from tdev.patch import ops
 
-from test_patch_support import make_series, make_tree, numbered, patch_text
+from support.patch import make_series, make_tree, numbered, patch_text
 
 
 def test_shipped_series_is_found_as_package_data_and_has_full_headers():
@@ -75,7 +75,7 @@ def test_git_format_patch_series_with_renames_applies_and_unapplies(tmp_path: Pa
     """git format-patch writes moves as renames ('rename from'/'rename to', no hunks when
     the content is the same): a pure rename and a rename with an edit apply as a whole,
     show as applied, come out again to the byte, and a taken target is a clear conflict."""
-    from test_patch_support import tree_hash
+    from support.patch import tree_hash
 
     files = {"torch/a.py": numbered(30), "torch/b.py": numbered(12, "bee"), "keep.txt": "k\n"}
     repo = make_tree(tmp_path / "repo", files)
@@ -239,7 +239,7 @@ def test_diff_naur_created_and_deleted_files(tmp_path: Path):
     """`diff -Naur old new` (the way many vendors' patch scripts make their series) writes a
     created or deleted file as the other side with the epoch's time stamp, not /dev/null:
     read as creation and deletion, applied, taken out again."""
-    from test_patch_support import tree_hash
+    from support.patch import tree_hash
 
     old = make_tree(tmp_path / "a", {"src/x.txt": numbered(50), "src/old.txt": "gone\n"})
     new = make_tree(tmp_path / "b", {"src/x.txt": numbered(50).replace("line 25\n", "line twenty-five\n"),

@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 from tdev.patch.diff import make_file_patch, parse_diff
 from tdev.patch.engine import apply_file, classify
 
-from test_patch_support import numbered
+from support.patch import numbered
 
 OLD = numbered(40)
 NEW = OLD.replace("line 20\n", "line 20 changed\n")

@@ -21,7 +21,7 @@ from tdev.patch.meta import VersionSpecError, check_spec, tree_version
 from tdev.patch.series import load_series, parse_series_file
 from basekit.docread import BadInput
 
-from test_patch_support import make_series, make_tree, numbered, tree_hash
+from support.patch import make_series, make_tree, numbered, tree_hash
 
 HEADER = "Description: x\nWhy: y\nUpstream: not-needed\nApplies-To: *\n\n"
 

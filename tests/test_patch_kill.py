@@ -20,7 +20,7 @@ import pytest
 from tdev.patch import ops
 
 from test_patch_state_ops import EXTRACT, copy_touched
-from test_patch_support import tree_hash
+from support.patch import tree_hash
 
 pytestmark = pytest.mark.realtree
 TRIALS = int(os.environ.get("TDEV_KILL_TRIALS", "20"))

@@ -8,7 +8,7 @@ from tdev.cli.main import main
 from tdev.patch import merge, ops
 from tdev.patch.series import load_series
 
-from test_patch_support import numbered, small  # noqa: F401
+from support.patch import numbered, small  # noqa: F401
 
 BASE = numbered(30)
 
@@ -106,7 +106,7 @@ def test_port_on_the_command_line(small, capsys):
 def test_port_carries_a_rename_that_applies_and_names_one_that_does_not(tmp_path):
     from tdev.patch.diff import format_file_patch, make_hunks
     from tdev.patch.model import FilePatch
-    from test_patch_support import make_series, make_tree
+    from support.patch import make_series, make_tree
 
     old_text = numbered(40, "r")
     moved = old_text.replace("r 20\n", "r twenty\n")

@@ -14,7 +14,7 @@ Lines come from a small vocabulary (repeats abound: ambiguous context is the har
 land anywhere, appends at the end included. Diffs without context (``-U0``) are left out: a hunk
 without old lines fits any text, so whether it is in can be told only where its added lines
 differ from the lines around them (tests/test_patch_format_hostile.py has those cases). Seeded; ``TDEV_PROPERTY_EXAMPLES`` sets how many
-examples (see property_support.py)."""
+examples (see tests/support/properties.py)."""
 from __future__ import annotations
 
 import difflib
@@ -27,8 +27,8 @@ from tdev.patch import ops
 from tdev.patch.diff import format_file_patch, make_file_patch
 from tdev.patch.meta import render_meta
 
-from property_support import ROUNDS, property_settings
-from test_patch_support import make_series, make_tree, tree_hash
+from support.properties import ROUNDS, property_settings
+from support.patch import make_series, make_tree, tree_hash
 
 WORDS = st.sampled_from(["a", "b", "c", "", "\t", "xxxxx", "}", "#endif", "namespace at {",
                          "} // namespace at"])

@@ -17,7 +17,7 @@ from tdev.patch.diff import format_file_patch, make_file_patch
 from tdev.patch.meta import render_meta
 from tdev.patch.series import shipped_series_dir
 
-from test_patch_support import copy_tree, make_series, tdev, tree_hash
+from support.patch import copy_tree, make_series, tdev, tree_hash
 
 pytestmark = pytest.mark.realtree
 

@@ -13,7 +13,7 @@ from tdev.patch import ops, record
 from tdev.patch.diff import PatchFormatError
 from tdev.patch.series import load_series
 
-from test_patch_support import numbered, patch_text, small  # noqa: F401 (small is a fixture)
+from support.patch import numbered, patch_text, small  # noqa: F401 (small is a fixture)
 
 
 def _git(repo: Path, *args: str) -> str:

@@ -9,7 +9,7 @@ import pytest
 
 from tdev.cli.main import main
 
-from test_patch_support import REPO, numbered, small  # noqa: F401 (fixture)
+from support.patch import REPO, numbered, small  # noqa: F401 (fixture)
 
 
 @pytest.mark.parametrize("action", ["verify", "status", "apply", "unapply"])

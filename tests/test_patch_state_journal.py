@@ -11,7 +11,7 @@ import pytest
 
 from tdev.patch.tree import LOCK_NAME, STATE_DIR
 
-from test_patch_support import small, tdev, tree_hash  # noqa: F401 (fixture)
+from support.patch import small, tdev, tree_hash  # noqa: F401 (fixture)
 
 
 def pytorch_like(tree: Path) -> Path:

@@ -12,7 +12,7 @@ from tdev.patch import ops
 from tdev.patch.series import load_series, shipped_series_dir
 from tdev.patch.tree import STATE_DIR
 
-from test_patch_support import REPO, make_series, make_tree, numbered, patch_text, tree_hash
+from support.patch import REPO, make_series, make_tree, numbered, patch_text, tree_hash
 
 RENAME = """Description: move the script
 Why: a test needs it

@@ -14,7 +14,7 @@ import pytest
 from tdev.patch import ops
 from tdev.patch.tree import FAULT_ENV, LOCK_NAME, STATE_DIR, LockBusy, PathRefused, Tree
 
-from test_patch_support import make_series, numbered, patch_text, small, tdev, tree_hash  # noqa: F401 (fixture)
+from support.patch import make_series, numbered, patch_text, small, tdev, tree_hash  # noqa: F401 (fixture)
 
 
 def test_apply_status_unapply_round_trip_leaves_no_state_behind(small):

@@ -20,7 +20,7 @@ from tdev.patch import ops
 from tdev.patch.diff import PatchFormatError, format_file_patch, make_file_patch, parse_diff
 from tdev.patch.series import shipped_series_dir
 
-from test_patch_support import REPO, make_series, make_tree, patch_text, tdev
+from support.patch import REPO, make_series, make_tree, patch_text, tdev
 
 SHIPPED = ["0001-caffe2-link-cudart-for-kineto-in-cpu-stage.patch",
            "0002-dynamo-get-cuda-stream-from-cudac.patch"]

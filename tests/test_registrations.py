@@ -12,9 +12,9 @@ from basekit.errors import InputError
 from tdev.build.registrations import compare, dump, load
 
 pytest.register_assert_rewrite("stage1")
-from stage1 import REPO  # noqa: E402
+from support.stage1 import REPO  # noqa: E402
 
-pytest_plugins = ("stage1",)
+pytest_plugins = ("support.stage1",)
 ENV = {"PYTHONPATH": f"{REPO / 'tools'}:{REPO}"}
 
 

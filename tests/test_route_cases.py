@@ -7,7 +7,7 @@ import torch
 from tdev.route.cases import (DEFAULT_SHAPES, Case, CaseError, aten_overload, dump_cases,
                               load_cases, make_args)
 
-from test_route_support import SMALL_CASES
+from support.route import SMALL_CASES
 
 
 def write(tmp_path, text, name="cases.yaml"):

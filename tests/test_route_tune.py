@@ -9,7 +9,7 @@ import pytest
 
 from tdev.route.cases import load_cases
 
-from test_route_support import SMALL_CASES, run_code, run_tdev, sim_python  # noqa: F401
+from support.route import SMALL_CASES, run_code, run_tdev, sim_python  # noqa: F401
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tdev.cli.main import main
-from tdev.scaffold.build import build_env, make_venv, pip_install, pip_wheel, run_tests
+from support.venv import build_env, make_venv, pip_install, pip_wheel, run_tests
 
 pytestmark = pytest.mark.slow
 NVCC = shutil.which("nvcc")

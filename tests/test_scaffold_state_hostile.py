@@ -16,7 +16,7 @@ import pytest
 from tdev.scaffold.scaffold import scaffold
 from tdev.scaffold.userwork import MARKER
 
-from test_patch_support import tree_hash
+from support.patch import tree_hash
 
 
 def tdev(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:

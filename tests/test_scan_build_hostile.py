@@ -18,7 +18,7 @@ from tdev.scan.cmake_syntax import parse_condition, tokenize
 from tdev.scan.cmakefile import scan_cmake
 from tdev.scan.rules import BuildListSpec, BuildRules, RulesError, load_rules
 from tdev.scan.starlark import evaluate_starlark
-from test_patch_support import make_tree
+from support.patch import make_tree
 
 LIMIT_S = 5.0
 RULES = BuildRules(bzl=(BuildListSpec("build_variables.bzl", ("gpu_*",), ("*",)),),

@@ -19,9 +19,9 @@ from tdev.build.cudalibs import (LibrarySpec, find_cuda_libraries, find_cuda_too
 from tdev.build.wheel import find_stage1_torch
 
 pytest.register_assert_rewrite("stage1")  # a plugin too (below): rewritten before the import
-from stage1 import REPO, STAGE1_VERSION, setup_stage1  # noqa: E402
+from support.stage1 import REPO, STAGE1_VERSION, setup_stage1  # noqa: E402
 
-pytest_plugins = ("stage1",)  # its fixtures: stage1, stage1_py
+pytest_plugins = ("support.stage1",)  # its fixtures: stage1, stage1_py
 
 pytestmark = pytest.mark.skipif(STAGE1_VERSION != "2.6.0", reason="expectations of the 2.6.0 wheel")
 PROJECT_ENV = {**os.environ, "PYTHONPATH": f"{REPO / 'tools'}:{REPO}"}

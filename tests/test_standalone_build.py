@@ -20,9 +20,9 @@ from tdev.extract.manifest import ManifestError, load_manifest
 from wrapped_cmake.builddir import claim
 from wrapped_cmake.errors import InputError
 from wrapped_cmake.settings import load_settings
-from wrapped_cmake.testing import clean_env
+from support.buildenv import clean_env
 
-from test_standalone_support import (CUDA_FILE, OVERLAY, REPO, cli as _cli, extract_for_tests,
+from support.standalone import (CUDA_FILE, OVERLAY, REPO, cli as _cli, extract_for_tests,
                                      readme_build_line, run_readme_line, series_with as _series,
                                      write_extraction)
 

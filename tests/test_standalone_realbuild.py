@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from tdev.extract.manifest import load_manifest
-from wrapped_cmake.testing import clean_env
+from support.buildenv import clean_env
 
-from test_standalone_support import (CCACHE_DIR, CUDA_FILE, REPO, SMOKE, cli as _cli,
+from support.standalone import (CCACHE_DIR, CUDA_FILE, REPO, SMOKE, cli as _cli,
                                      extract_for_tests, run_readme_line, series_with as _series)
 
 

@@ -8,14 +8,15 @@ import sys
 import pytest
 
 from wrapped_cmake.cli import main
-from wrapped_cmake.testing import SETTINGS_ENV_NAMES, SETTINGS_ENV_PREFIXES, write_hello_project
+from support.buildenv import changes_build
+from support.projects import write_hello_project
 
 
 @pytest.fixture
 def hello(tmp_path, monkeypatch):
     import os
     for name in list(os.environ):
-        if name.startswith(SETTINGS_ENV_PREFIXES) or name in SETTINGS_ENV_NAMES:
+        if changes_build(name, os.environ[name] or "1"):
             monkeypatch.delenv(name)
     return write_hello_project(tmp_path / "hello")
 

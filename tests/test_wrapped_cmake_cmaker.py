@@ -17,7 +17,8 @@ from wrapped_cmake.env import detect_environment, detect_torch
 from wrapped_cmake.errors import BuildFailed, FailureKind, InputError
 from wrapped_cmake.profile import BUILTIN_DIR
 from wrapped_cmake.settings import load_settings
-from wrapped_cmake.testing import clean_env, fake_newer_gcc, write_hello_project
+from support.buildenv import clean_env
+from support.projects import fake_newer_gcc, write_hello_project
 
 NVCC = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
 needs_nvcc = pytest.mark.skipif(not os.path.exists(NVCC), reason="no CUDA toolkit here")

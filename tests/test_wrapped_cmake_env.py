@@ -12,7 +12,8 @@ import pytest
 
 from wrapped_cmake.cli import main
 from wrapped_cmake.env import _literal_assignments, detect_environment, detect_torch
-from wrapped_cmake.testing import clean_env, fake_newer_gcc
+from support.buildenv import clean_env
+from support.projects import fake_newer_gcc
 
 needs_nvcc = pytest.mark.skipif(
     not (shutil.which("nvcc") or os.path.exists("/usr/local/cuda/bin/nvcc")),

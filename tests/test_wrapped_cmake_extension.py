@@ -14,7 +14,8 @@ from wrapped_cmake.errors import BuildFailed, FailureKind, InputError
 from wrapped_cmake.extension import (DeviceExtension, NewDeviceCppExtension,
                                      build_device_extension)
 from wrapped_cmake.extension_cmake import _b
-from wrapped_cmake.testing import clean_env, write_module_source
+from support.buildenv import clean_env
+from support.projects import write_module_source
 
 NVCC = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
 SETUP = """from setuptools import setup

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from wrapped_cmake.testing import clean_env, write_hello_project
+from support.buildenv import clean_env
+from support.projects import write_hello_project
 
-from test_standalone_support import REPO, write_extraction
+from support.standalone import REPO, write_extraction
 
 
 def run(*args: str, cwd: Path | None = None, env: dict | None = None):

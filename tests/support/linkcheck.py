@@ -15,7 +15,7 @@ import pytest
 from basekit.errors import InputError
 from tdev.build import elfsyms
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 LIBM = next((p for p in map(Path, ("/lib/x86_64-linux-gnu/libm.so.6", "/lib64/libm.so.6", "/usr/lib64/libm.so.6"))
              if p.is_file()), Path("/lib/x86_64-linux-gnu/libm.so.6"))
 # bounds of a subprocess that runs one hostile case: a hang or a memory blow-up fails the test

@@ -13,7 +13,7 @@ import pytest
 from tdev.patch.diff import format_file_patch, make_file_patch
 from tdev.patch.meta import render_meta
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def tree_hash(root: Path) -> str:

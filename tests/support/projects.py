@@ -1,26 +1,11 @@
-"""Helpers shared by the wrapped_cmake tests and ``benchmarks/bench_build.py``: a clean
-environment, tiny real projects, and a fake too-new GCC to provoke nvcc's host-compiler check.
+"""Tiny real projects for the wrapped_cmake tests and ``benchmarks/bench_build.py``, and a fake
+too-new GCC to provoke nvcc's host-compiler check (the clean environment: ``support.buildenv``).
 """
 from __future__ import annotations
 
-import os
 import shutil
 import stat
 from pathlib import Path
-
-# variables that feed the settings layers: a test controls them explicitly
-SETTINGS_ENV_PREFIXES = ("BUILD_", "USE_", "CMAKE_", "WRAPPED_CMAKE_")
-SETTINGS_ENV_NAMES = ("MAX_JOBS", "TORCH_CUDA_ARCH_LIST", "DEBUG", "REL_WITH_DEB_INFO", "CC",
-                      "CXX", "CUDACXX", "CUDAHOSTCXX", "NVCC_CCBIN", "_GLIBCXX_USE_CXX11_ABI")
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """``os.environ`` without anything that would change the settings, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(SETTINGS_ENV_PREFIXES) and k not in SETTINGS_ENV_NAMES}
-    env.update(extra)
-    return env
-
 
 HELLO_CMAKE = """cmake_minimum_required(VERSION 3.18)
 project(hello LANGUAGES CXX)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tdev.scaffold.build import build_env, make_venv, pip_install
+from support.venv import build_env, make_venv, pip_install
 from tdev.scaffold.scaffold import scaffold
 
 SMALL_CASES = """\

@@ -6,7 +6,7 @@ TDEV_TORCH_PYTHON to use another stage-1 interpreter, TDEV_STAGE1_VERSION for an
 A test module uses the fixtures (``stage1_py``: the interpreter, ``stage1``: the
 :class:`tdev.build.wheel.Stage1Torch`) by naming this module a plugin::
 
-    pytest_plugins = ("stage1",)
+    pytest_plugins = ("support.stage1",)
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SETUP = REPO / "tools" / "setup-stage1.sh"
 STAGE1_VERSION = os.environ.get("TDEV_STAGE1_VERSION", "2.6.0")
 

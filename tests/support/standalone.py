@@ -18,9 +18,9 @@ from pathlib import Path
 
 from tdev.extract import manifest
 from tdev.patch.diff import format_file_patch, make_file_patch
-from wrapped_cmake.testing import clean_env
+from support.buildenv import clean_env
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 OVERLAY = REPO / "third_device" / "torch_cuda_overlay"
 SMOKE = OVERLAY / "smoke_test.py"
 CCACHE_DIR = Path.home() / ".cache" / "tdev" / "ccache-standalone"

@@ -7,16 +7,13 @@ from the machine's own Python. Used by the tests and benchmarks/bench_scaffold_b
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-# variables that would change how wrapped_cmake builds: the caller decides them explicitly
-_BUILD_ENV_PREFIXES = ("BUILD_", "USE_", "CMAKE_", "WRAPPED_CMAKE_", "CCACHE_")
-_BUILD_ENV_NAMES = ("MAX_JOBS", "CC", "CXX", "DEBUG", "REL_WITH_DEB_INFO", "PYTHONPATH")
+from .buildenv import clean_env
 
 
 @dataclass
@@ -31,8 +28,9 @@ class Run:
 
 
 def build_env(jobs: int = 2, launcher: str | None = None, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(_BUILD_ENV_PREFIXES) and k not in _BUILD_ENV_NAMES}
+    """The environment a package is built in (``support.buildenv.clean_env``): ``jobs`` parallel
+    jobs, ``launcher`` (ccache, sccache) when given, and ``extra``."""
+    env = clean_env()
     env["MAX_JOBS"] = str(jobs)
     if launcher:
         env["WRAPPED_CMAKE_LAUNCHER"] = launcher
