@@ -1,6 +1,6 @@
 """The op -> units table of op-list builds (third_device/torch_cuda_overlay/op_units.yaml),
 re-derived from the real 2.6.0 tree and its real extraction: every entry must equal what
-tdev.build.opunits derives, and every unit it names must really register or define the
+tdev.standalone.opunits derives, and every unit it names must really register or define the
 kernel its `via` line says."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from basekit.errors import InputError
-from tdev.build import opunits
+from tdev.standalone import opunits
 from tdev.extract.manifest import load_manifest
 
 from support.standalone import OVERLAY, extract_for_tests

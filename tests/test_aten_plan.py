@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tdev.build import cudac
+from tdev.standalone import cudac
 from tdev.extract.manifest import load_manifest
 from support.buildenv import clean_env
 
@@ -152,7 +152,7 @@ def test_unknown_op_and_bad_setting_are_exit_2(extraction, stage1_py):
 
 def test_targets_yaml_names_every_cutlass_unit(extraction):
     """Every unit that includes cutlass (Debian's tree has none) is left out by a setting."""
-    from tdev.build.targets import glob_match, load_target_sets
+    from tdev.standalone.targets import glob_match, load_target_sets
     ts = load_target_sets(OVERLAY / "targets.yaml")
     removed = [g for s in ts.settings.values() if "cutlass" in s.needs for g in s.removes]
     manifest = load_manifest(extraction)

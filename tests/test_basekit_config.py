@@ -148,7 +148,7 @@ def test_data_without_nodes_names_the_place_without_a_line():
 def test_target_sets_are_read_through_the_config_reader(tmp_path, text, message):
     from pathlib import Path
 
-    from tdev.build.targets import load_target_sets
+    from tdev.standalone.targets import load_target_sets
     path = Path(tmp_path / "targets.yaml")
     path.write_text(text)
     with pytest.raises(InputError) as e:

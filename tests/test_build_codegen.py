@@ -1,4 +1,4 @@
-"""tdev.build.codegen on the real inputs: an extraction of the PyTorch 2.6.0 tree (``tdev
+"""tdev.standalone.codegen on the real inputs: an extraction of the PyTorch 2.6.0 tree (``tdev
 extract``) and the torch 2.6.0 wheel's stage-1 environment (its torchgen, its packaged ATen
 inputs, its headers). The stock behaviour is torchgen's own CLI (``python -m torchgen.gen``)
 run on the same inputs, not a recorded expectation."""
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from basekit.errors import InputError
-from tdev.build.codegen import (CONFIG, CodegenRequest, compare_with_packaged, generate, load_config,
+from tdev.standalone.codegen import (CONFIG, CodegenRequest, compare_with_packaged, generate, load_config,
                                 normalize_op)
-from tdev.build.wheel import find_stage1_torch
+from tdev.standalone.wheel import find_stage1_torch
 from tdev.extract.manifest import load_manifest
 
 from support.standalone import extract_for_tests

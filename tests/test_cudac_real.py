@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tdev.build import cudac
+from tdev.standalone import cudac
 from tdev.extract.manifest import load_manifest
 from wrapped_cmake.errors import InputError
 

@@ -159,7 +159,7 @@ def test_extract_verify_and_the_build_read_the_one_manifest_model(tmp_path, coun
 def test_the_build_is_found_through_the_entry_point():
     found = [b for b in sources.installed() if b.name == "torch_cuda"]
     assert found and found[0].backend == "cuda"
-    assert type(found[0]).__module__ == "tdev.build.cli"
+    assert type(found[0]).__module__ == "tdev.cli.build_cmd"
 
 
 def test_without_a_source_builder_an_extraction_says_so(tmp_path, monkeypatch, capsys):
@@ -180,7 +180,7 @@ def test_a_builder_named_in_the_environment_without_installed_metadata(monkeypat
     monkeypatch.setattr(sources, "distributions", lambda: [])
     monkeypatch.delenv(sources.ENV, raising=False)
     assert sources.installed() == []
-    monkeypatch.setenv(sources.ENV, "tdev.build.cli:SOURCE")
+    monkeypatch.setenv(sources.ENV, "tdev.cli.build_cmd:SOURCE")
     assert [b.name for b in sources.installed()] == ["torch_cuda"]
     monkeypatch.setenv(sources.ENV, "no_such_module:SOURCE")
     with pytest.raises(sources.InputError, match="WCMAKE_SOURCES: no_such_module:SOURCE cannot"):

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from basekit.errors import InputError
-from tdev.build import elfsyms
-from tdev.build.linkcheck import closure, coverage, cuda_imports
-from tdev.build.linkgroups import demangle, group, qualified_parts, source_index
-from tdev.build.linkinputs import (interpreter_library, load_data, provider_paths, stage1_paths,
+from tdev.elf import symbols as elfsyms
+from tdev.linkcheck.check import closure, coverage, cuda_imports
+from tdev.linkcheck.groups import demangle, group, qualified_parts, source_index
+from tdev.linkcheck.inputs import (interpreter_library, load_data, provider_paths, stage1_paths,
                                    stage1_site)
 from tdev.extract import manifest
 

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from basekit.errors import InputError
-from tdev.build import elfsyms
-from tdev.build.elfhead import check_elf
+from tdev.elf import symbols as elfsyms
+from tdev.elf.header import check_elf
 
 from support.fuzzing import FUZZ
 from support.linkcheck import LIBM, read_or_error, small_lib  # noqa: F401  (a fixture)

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, strategies as st
 
 from basekit.errors import InputError
-from tdev.build import elfsyms
-from tdev.build.linkgroups import source_index
-from tdev.build.linkinputs import build_libraries, load_data
+from tdev.elf import symbols as elfsyms
+from tdev.linkcheck.groups import source_index
+from tdev.linkcheck.inputs import build_libraries, load_data
 from tdev.extract import manifest
 
 from support.fuzzing import FUZZ
@@ -175,7 +175,7 @@ def test_a_build_directory_whose_links_loop(small_lib, tmp_path):
     os.symlink(".", build / "python" / "a")
     os.symlink(".", build / "python" / "b")
     os.symlink("..", build / "python" / "pkg" / "up")
-    code = ("import sys; from pathlib import Path; from tdev.build.linkinputs import build_libraries, load_data; "
+    code = ("import sys; from pathlib import Path; from tdev.linkcheck.inputs import build_libraries, load_data; "
             "print('\\n'.join(str(p) for p in build_libraries(Path(sys.argv[1]), load_data())))")
     r = bounded([sys.executable, "-c", code, str(build)])
     assert r.returncode == 0, r.stderr[-2000:]
@@ -194,7 +194,7 @@ def test_a_fifo_or_device_listed_as_a_source_is_bad_input(tmp_path):
         entries = [manifest.Entry(f"src/{n}", "0" * 64, 1, "moved", f"aten/{n}") for n in ("ok.cpp", bad)]
         (ext / "MANIFEST.json").write_bytes(manifest.render(entries, {"version": "2.6.0", "commit": None},
                                                             {"source": "test", "sha256": "0" * 64}, {}, "."))
-        code = ("import sys; from pathlib import Path; from tdev.build.linkgroups import source_index; "
+        code = ("import sys; from pathlib import Path; from tdev.linkcheck.groups import source_index; "
                 "from basekit.errors import InputError\ntry: source_index(Path(sys.argv[1]))\n"
                 "except InputError as e: print(e); sys.exit(2)")
         r = bounded([sys.executable, "-c", code, str(ext)])

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from basekit.errors import InputError
-from tdev.build.registrations import compare, dump, load
+from tdev.registrations import compare, dump, load
 
 pytest.register_assert_rewrite("stage1")
 from support.stage1 import REPO  # noqa: E402

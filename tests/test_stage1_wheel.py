@@ -1,4 +1,4 @@
-"""Stage 1 from an installed torch (tdev.build.wheel, tdev.build.cudalibs, tools/setup-stage1.sh),
+"""Stage 1 from an installed torch (tdev.standalone.wheel, tdev.standalone.cudalibs, tools/setup-stage1.sh),
 on the real torch 2.6.0 wheel of PyPI (the CUDA 12.4 build) and its nvidia-* libraries."""
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ import venv
 import pytest
 
 from basekit.errors import InputError
-from tdev.build import elfsyms, wheel
-from tdev.build.cudalibs import (LibrarySpec, find_cuda_libraries, find_cuda_toolkit, load_data,
+from tdev.elf import symbols as elfsyms
+from tdev.standalone import wheel
+from tdev.standalone.cudalibs import (LibrarySpec, find_cuda_libraries, find_cuda_toolkit, load_data,
                                  toolkit_warning)
-from tdev.build.wheel import find_stage1_torch
+from tdev.standalone.wheel import find_stage1_torch
 
 pytest.register_assert_rewrite("stage1")  # a plugin too (below): rewritten before the import
 from support.stage1 import REPO, STAGE1_VERSION, setup_stage1  # noqa: E402
@@ -77,7 +78,7 @@ def test_release_mismatch_names_both_versions_and_the_interpreter(stage1_py):
     assert msg.startswith("-D TORCH_PYTHON: ") and "\n" not in msg
     assert "2.6.0+cu124" in msg and "2.5.1" in msg and str(stage1_py) in msg
     # and through a command line: one line, exit 2
-    proc = subprocess.run([sys.executable, "-m", "tdev.build.cudalibs", "show", "2.5.1",
+    proc = subprocess.run([sys.executable, "-m", "tdev.standalone.cudalibs", "show", "2.5.1",
                            "--python", str(stage1_py)], capture_output=True, text=True,
                           env=PROJECT_ENV, timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
@@ -128,7 +129,7 @@ def test_torch_is_never_imported(stage1_py, monkeypatch):
     imported = [line.rsplit("|", 1)[-1].strip() for line in seen[0].splitlines() if "|" in line]
     assert "json" in imported  # the trace is real
     assert not [m for m in imported if m == "torch" or m.startswith(("torch.", "torchgen"))]
-    code = ("import sys, time; from pathlib import Path; from tdev.build.wheel import find_stage1_torch;"
+    code = ("import sys, time; from pathlib import Path; from tdev.standalone.wheel import find_stage1_torch;"
             f"t = time.monotonic(); find_stage1_torch(Path({str(stage1_py)!r}), '2.6.0', {{}});"
             "print(time.monotonic() - t, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

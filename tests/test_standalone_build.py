@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tdev.build.estimate import DEFAULT_SECONDS, ccache_hits, make_plan, parse_ninja_log, record_unit_times
-from tdev.build.inputs import resolve_inputs, standalone_settings
-from tdev.build.stage import changed, stage_sources
-from tdev.build.standalone import sources_cmake
-from tdev.build.targets import glob_match, load_target_sets
+from tdev.standalone.estimate import DEFAULT_SECONDS, ccache_hits, make_plan, parse_ninja_log, record_unit_times
+from tdev.standalone.inputs import resolve_inputs, standalone_settings
+from tdev.standalone.stage import changed, stage_sources
+from tdev.standalone.driver import sources_cmake
+from tdev.standalone.targets import glob_match, load_target_sets
 from tdev.extract.manifest import ManifestError, load_manifest
 from wrapped_cmake.builddir import claim
 from wrapped_cmake.errors import InputError

@@ -109,7 +109,7 @@ def test_readme_plan_works_without_the_tree_and_estimates_from_defaults(tmp_path
 
 def test_manifest_records_the_tree_relative_to_itself(tmp_path):
     from wrapped_cmake.settings import load_settings
-    from tdev.build.inputs import resolve_inputs, standalone_settings
+    from tdev.standalone.inputs import resolve_inputs, standalone_settings
 
     tree = tiny_tree(tmp_path / "pytorch")
     ext = extraction(tree, tmp_path / "third_device" / "torch_cuda", "../../pytorch")

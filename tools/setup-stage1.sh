@@ -6,7 +6,7 @@
 # cudnn-frontend, nvml headers; installed with --no-deps).
 #   usage: tools/setup-stage1.sh VERSION [DIR]
 #          DIR: default $TDEV_STAGE1_HOME/torch-VERSION, TDEV_STAGE1_HOME defaulting to
-#          ${XDG_CACHE_HOME:-~/.cache}/tdev/stage1 (where tdev.build.wheel looks)
+#          ${XDG_CACHE_HOME:-~/.cache}/tdev/stage1 (where tdev.standalone.wheel looks)
 # Prints the environment's path on stdout; progress goes to stderr.
 # An environment that already holds all of it is reused without touching the network; one with
 # the right torch but a pinned package missing gets that package added; anything else is built
@@ -30,7 +30,7 @@ base_python=${TDEV_STAGE1_BASE_PYTHON:-python3}
 project_python=${PYTHON:-python3}
 
 # what to install: the project's data, read by the project's own reader
-data() { PYTHONPATH="$repo/tools:$repo${PYTHONPATH:+:$PYTHONPATH}" "$project_python" -m tdev.build.cudalibs "$@"; }
+data() { PYTHONPATH="$repo/tools:$repo${PYTHONPATH:+:$PYTHONPATH}" "$project_python" -m tdev.standalone.cudalibs "$@"; }
 listed=$(data requirements) && pinned=$(data headers "$version") \
   || die 1 "cannot read tools/tdev/data/cuda_libraries.yaml with $project_python (set PYTHON to the project's interpreter)"
 mapfile -t requirements <<<"$listed"

@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, text in helps.items():
         p = sub.add_parser(name, help=text, description=text, epilog=EPILOG,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
-        _project_options(p)
+        project_options(p)
         if name == "configure":
             p.add_argument("--fresh", action="store_true", help="configure even if up to date")
         if name == "install":
@@ -68,10 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _project_options(p: argparse.ArgumentParser) -> None:
+def project_options(p: argparse.ArgumentParser, source: Path = Path(".")) -> None:
+    """The options of a project command (configure, build, install, clean): ``--source`` (default
+    ``source``), one per setting, -D, -C and the output options."""
     from .settings import add_options
     g = p.add_argument_group("project")
-    g.add_argument("--source", type=Path, default=Path("."), help="source directory (default: .)")
+    g.add_argument("--source", type=Path, default=source, help=f"source directory (default: {source})")
     s = p.add_argument_group("settings (override pyproject.toml and the environment)")
     add_options(s)  # one option per setting, declared on wrapped_cmake.settings.Settings
     s.add_argument("-D", action="append", dest="defines", default=[], metavar="KEY=VALUE",

@@ -5,10 +5,10 @@ wrapped-cmake builds a CMake project. A package may teach it to build something 
 registering a :class:`SourceBuilder` under the entry point group :data:`GROUP`::
 
     [project.entry-points."wrapped_cmake.sources"]
-    torch_cuda = "tdev.build.cli:SOURCE"
+    torch_cuda = "tdev.cli.build_cmd:SOURCE"
 
 Where a package is importable but not installed (``PYTHONPATH`` on a machine without pip
-metadata), :data:`ENV` names its builders instead: ``WCMAKE_SOURCES=tdev.build.cli:SOURCE``
+metadata), :data:`ENV` names its builders instead: ``WCMAKE_SOURCES=tdev.cli.build_cmd:SOURCE``
 (comma-separated). wrapped_cmake imports nothing of such a package: it loads the registered builders, asks each
 whether it handles the ``--source`` (for the backend given) and hands it the parsed command
 line and the settings (:class:`SourceRequest`). The builder prints and returns the exit code;

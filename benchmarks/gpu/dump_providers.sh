@@ -10,5 +10,5 @@ dump() { [ -n "$1" ] && [ -f "$1" ] && PYTHONPATH=tools:. python3 -m tdev link-c
 for L in libcuda.so.1 libc.so.6 libm.so.6; do
   dump "$(ldconfig -p | sed -n "s/^[[:space:]]*$L (libc6,x86-64[^)]*) => //p" | head -1)" $L
 done
-PY=$(PYTHONPATH=tools:. python3 -c 'import sys; from tdev.build.linkinputs import interpreter_library as i; print(i(sys.executable))')
+PY=$(PYTHONPATH=tools:. python3 -c 'import sys; from tdev.linkcheck.inputs import interpreter_library as i; print(i(sys.executable))')
 dump "$PY" "python$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from basekit.errors import InputError
-from tdev.build import elfsyms
+from tdev.elf import symbols as elfsyms
 
 REPO = Path(__file__).resolve().parents[2]
 LIBM = next((p for p in map(Path, ("/lib/x86_64-linux-gnu/libm.so.6", "/lib64/libm.so.6", "/usr/lib64/libm.so.6"))

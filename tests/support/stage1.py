@@ -4,7 +4,7 @@ extraction's release in a virtual environment of its own, made by ``tools/setup-
 TDEV_TORCH_PYTHON to use another stage-1 interpreter, TDEV_STAGE1_VERSION for another release.
 
 A test module uses the fixtures (``stage1_py``: the interpreter, ``stage1``: the
-:class:`tdev.build.wheel.Stage1Torch`) by naming this module a plugin::
+:class:`tdev.standalone.wheel.Stage1Torch`) by naming this module a plugin::
 
     pytest_plugins = ("support.stage1",)
 """
@@ -48,6 +48,6 @@ def stage1_py() -> Path:
 
 @pytest.fixture(scope="session")
 def stage1(stage1_py):
-    """The stage-1 torch as tdev.build.wheel finds it."""
-    from tdev.build.wheel import find_stage1_torch
+    """The stage-1 torch as tdev.standalone.wheel finds it."""
+    from tdev.standalone.wheel import find_stage1_torch
     return find_stage1_torch(stage1_py, STAGE1_VERSION, {})

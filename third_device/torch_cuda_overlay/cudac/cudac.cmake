@@ -3,7 +3,7 @@
 #
 #   tdev_add_cudac(<target>
 #     SOURCES <files>               the torch/csrc/cuda units libtorch_python compiles
-#                                   (tdev.build.cudac: sources.yaml matched against the manifest)
+#                                   (tdev.standalone.cudac: sources.yaml matched against the manifest)
 #     TORCH_INCLUDE_DIRS <dirs>     stage 1's headers, searched first (torch/include,
 #                                   torch/include/torch/csrc/api/include; pybind11 is there too)
 #     PRIVATE_INCLUDE_DIRS <dirs>   the extraction's headers by original path, AFTER stage 1's

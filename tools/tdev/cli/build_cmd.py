@@ -1,7 +1,8 @@
-"""``wrapped-cmake build|install|clean --backend cuda --source <extraction>``: the source builder
-of the standalone torch_cuda build (:data:`SOURCE`, registered under the entry point group
-``wrapped_cmake.sources``; wrapped-cmake parses the command line and the settings, this module
-calls :mod:`.standalone` / :mod:`.estimate` and prints).
+"""``tdev build``: the standalone torch_cuda build of a ``tdev extract`` output, and the same
+build as wrapped-cmake's source builder :data:`SOURCE` (``wrapped-cmake build|install|clean
+--backend cuda --source <extraction>``; registered under the entry point group
+``wrapped_cmake.sources``). wrapped-cmake parses the command line and the settings; this module
+calls :mod:`tdev.standalone` and prints.
 """
 from __future__ import annotations
 
@@ -16,8 +17,31 @@ from wrapped_cmake.errors import EXIT_FAILED, EXIT_OK, InputError
 from wrapped_cmake.settings import Settings
 from wrapped_cmake.sources import SourceRequest
 
-from . import standalone
-from .inputs import is_standalone_source, resolve_inputs, standalone_settings
+HELP = """The standalone two-stage build of a `tdev extract` output (c10 on the CPU, then
+c10_cuda, _CUDAC and any further target sets of targets.yaml): the same build as
+`wrapped-cmake build --backend cuda --source EXTRACTION`, with the same settings and options.
+Install and clean: `wrapped-cmake install|clean --backend cuda --source EXTRACTION`.
+docs: docs/standalone-build.md"""
+
+
+def register(sub) -> None:
+    from tdev.extract import DEFAULT_OUT
+    from wrapped_cmake.cli import EPILOG, project_options
+
+    p = sub.add_parser("build", help="the standalone torch_cuda build of an extraction "
+                       "(wrapped-cmake build --backend cuda)", description=HELP, epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    project_options(p, source=DEFAULT_OUT)
+    SOURCE.add_options(p.add_argument_group(SOURCE.title), "build")
+    p.set_defaults(func=run, backend="cuda")
+
+
+def run(args: argparse.Namespace) -> int:
+    """What ``wrapped-cmake build --backend cuda --source ...`` runs (with no builder for the
+    source, a CMake project given as --source is built as wrapped-cmake would)."""
+    from wrapped_cmake.cli import cmd_project
+
+    return cmd_project(argparse.Namespace(**{**vars(args), "command": "build"}))
 
 
 @dataclass(frozen=True)
@@ -26,12 +50,23 @@ class TorchCudaSource:
     name: str = "torch_cuda"
     backend: str = "cuda"
     usage: str = "--backend cuda --source <a `tdev extract` output>"
+    title: str = ("standalone torch_cuda build (--source is a `tdev extract` output; --target "
+                  "names target sets of its targets.yaml, default c10_cuda,_CUDAC; "
+                  "docs/standalone-build.md)")
+
+    def add_options(self, group, command: str) -> None:
+        """The options of this build on ``command``'s parser (``group.add_argument``)."""
+        if command == "build":
+            group.add_argument("--plan", action="store_true", help="print the translation "
+                               "units of a full torch_cuda build and a time estimate, then stop")
 
     def handles(self, source: Path) -> bool:
+        from tdev.standalone.inputs import is_standalone_source
         return is_standalone_source(source)
 
     def run(self, request: SourceRequest) -> int:
         # tdev's readers raise basekit's InputError too: wrapped-cmake prints it as one line
+        from tdev.standalone.inputs import standalone_settings
         return cmd_standalone(request.args, standalone_settings(request.settings), request.echo)
 
 
@@ -40,6 +75,9 @@ SOURCE = TorchCudaSource()
 
 def cmd_standalone(args: argparse.Namespace, settings: Settings,
                    echo: Callable[[str], None] | None) -> int:
+    from tdev.standalone import driver
+    from tdev.standalone.inputs import resolve_inputs
+
     if args.command == "clean":
         return _clean(args, settings)
     if args.command not in ("build", "install"):
@@ -59,11 +97,11 @@ def cmd_standalone(args: argparse.Namespace, settings: Settings,
             f"{k}: {v}" for k, v in inputs.to_dict().items()))
         return EXIT_OK
     if getattr(args, "plan", False):
-        from .estimate import make_plan, render
+        from tdev.standalone.estimate import make_plan, render
         report = make_plan(resolve_inputs(settings, need_tree=False), settings.jobs)
         print(json.dumps(report.to_dict(), indent=2) if args.json else render(report))
         return EXIT_OK
-    result = standalone.build(settings, echo=echo, install_to=install_to)
+    result = driver.build(settings, echo=echo, install_to=install_to)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
         return EXIT_OK if result.ok else EXIT_FAILED
@@ -82,37 +120,8 @@ def cmd_standalone(args: argparse.Namespace, settings: Settings,
 
 
 def _clean(args: argparse.Namespace, settings: Settings) -> int:
-    from wrapped_cmake.builddir import owned, remove
-    from wrapped_cmake.cmaker import META_DIR
+    from tdev.standalone.clean import clean
 
-    from .stage import STATE_FILE
-
-    build_dir = settings.build_dir
-    if not build_dir.exists():
-        print(f"wrapped-cmake: nothing to clean [{build_dir}]")
-        return EXIT_OK
-    if not owned(build_dir) or not (build_dir / "src" / STATE_FILE).is_file():
-        raise InputError(str(build_dir), "not a standalone torch_cuda build directory "
-                         "wrapped-cmake created; refusing to clean it")
-    if args.all:
-        remove(build_dir, settings.source_dir)
-        if settings.sources.get("build-dir") == "default":
-            _remove_if_empty(build_dir.parent)  # the build/ the default made next to the source
-        print(f"wrapped-cmake: removed {build_dir}")
-        return EXIT_OK
-    for stage in (build_dir / "stage1" / "build", build_dir / "stage2"):
-        if (stage / "build.ninja").is_file() and (stage / META_DIR).is_dir():
-            import subprocess
-            rc = subprocess.run(["ninja", "-C", str(stage), "clean"], capture_output=True).returncode
-            if rc != 0:
-                print(f"wrapped-cmake: clean failed in {stage}", file=sys.stderr)
-                return EXIT_FAILED
-    print(f"wrapped-cmake: removed build outputs [{build_dir}]")
-    return EXIT_OK
-
-
-def _remove_if_empty(directory: Path) -> None:
-    try:
-        directory.rmdir()  # only ever removes an empty directory
-    except OSError:
-        pass
+    result = clean(settings, everything=args.all)
+    print(f"wrapped-cmake: {result.message}", file=sys.stdout if result.ok else sys.stderr)
+    return EXIT_OK if result.ok else EXIT_FAILED

@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 
 from basekit.errors import EXIT_FAILED, EXIT_OK, InputError, exit_codes_epilog
-
-DEFAULT_OUT = Path("third_device") / "torch_cuda"
+from tdev.extract import DEFAULT_OUT
 
 HELP = """Build the RFC's third_device/torch_cuda tree from a PyTorch checkout.
 

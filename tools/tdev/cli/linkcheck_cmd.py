@@ -1,5 +1,5 @@
 """`tdev link-check`: closure and coverage of a standalone torch_cuda build against stage 1 and the
-stock CUDA libraries of the same release (issue 12); and symbol dumps to carry between machines."""
+stock CUDA libraries of the same release; and symbol dumps to carry between machines."""
 from __future__ import annotations
 
 import argparse
@@ -58,7 +58,7 @@ def register(sub) -> None:
                       "as a dump (-o) and exit")
     p.add_argument("-o", "--output", type=Path, metavar="OUT", help="the dump to write (--dump-symbols)")
     p.add_argument("--stage1-python", type=Path, metavar="PY", help="the python of the stage-1 torch "
-                   "(default: tdev.build.wheel's, for the extraction's release; see --source)")
+                   "(default: tdev.standalone.wheel's, for the extraction's release; see --source)")
     p.add_argument("--source", type=Path, metavar="EXTRACTION", help="the `tdev extract` tree: "
                    "its files place missing symbols, its release picks the stage-1 torch "
                    "(default: third_device/torch_cuda when it is there)")
@@ -82,92 +82,49 @@ def run(args: argparse.Namespace) -> int:
         return _dump(args)
     if args.output is not None:
         raise InputError("-o", "only with --dump-symbols")
-    from tdev.build import linkcheck, linkgroups, linkinputs
     from tdev.cli.progress import StagedProgress
+    from tdev.linkcheck.run import build_libraries, default_source, existing_files, link_check
 
-    libs = _standalone(args)
-    extra = _paths(args.provider or [])
+    if args.build is not None:
+        libs = build_libraries(args.build)
+    elif not args.libs:
+        raise InputError("link-check", "give --build DIR or --libs A.so,B.dump (or --dump-symbols LIB)")
+    elif not (libs := existing_files(args.libs)):
+        raise InputError("--libs", "names no library")
+    providers = existing_files(args.provider or [])
     if args.interpreter is not None:
-        _paths([os.fspath(args.interpreter)])
-    data = linkinputs.load_data(args.groups)
-    source = args.source or _default_source()
-    site = linkinputs.stage1_site(args.stage1_python, _release(source), os.environ)
+        existing_files([os.fspath(args.interpreter)])
     progress = StagedProgress("link-check")
     try:
-        inputs = linkinputs.read_inputs(libs, site, data, os.environ, jobs=args.jobs,
-                                        progress=progress.stage, extra_providers=extra,
-                                        interpreter=args.interpreter)
-        closed = linkcheck.closure(inputs.standalone, inputs.providers, inputs.stock_cuda, args.subset,
-                                   inputs.interpreter)
-        covered = linkcheck.coverage(inputs.standalone, inputs.importers, inputs.stock_cuda, inputs.providers)
-        files = linkgroups.source_index(source, data.sources_exclude) if source else ()
-        covered = linkgroups.group(covered, data.groups, files)
+        report = link_check(libs, source=args.source or default_source(),
+                            stage1_python=args.stage1_python, providers=providers,
+                            interpreter=args.interpreter, groups_file=args.groups,
+                            subset=args.subset, jobs=args.jobs, progress=progress.stage)
     finally:
         progress.close()
-    ok = closed.ok and (covered.ok or args.subset)
     if args.json:
-        json.dump({"schema": 1, "command": "link-check", "ok": ok, "stage1": os.fspath(site.torch_dir),
-                   "closure": closed.to_json(), "coverage": covered.to_json()}, sys.stdout, indent=1)
+        json.dump({"schema": 1, "command": "link-check", "ok": report.ok,
+                   "stage1": os.fspath(report.stage1), "closure": report.closure.to_json(),
+                   "coverage": report.coverage.to_json()}, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        _render(closed, covered, args.subset)
-    return EXIT_OK if ok else EXIT_FAILED
+        _render(report.closure, report.coverage, args.subset)
+    return EXIT_OK if report.ok else EXIT_FAILED
 
 
 def _dump(args: argparse.Namespace) -> int:
-    from tdev.build import elfsyms
+    from tdev.elf import symbols
 
     if args.output is None:
         raise InputError("--dump-symbols", "needs -o OUT")
-    table = elfsyms.read_table(args.dump_symbols)
-    elfsyms.save(table, args.output)
+    table = symbols.read_table(args.dump_symbols)
+    symbols.save(table, args.output)
     if not args.json:
         print(f"{args.output}: {len(table.symbols)} symbols of {table.name}")
     else:
         print(json.dumps({"schema": 1, "command": "link-check", "dump": os.fspath(args.output),
                           "library": table.path, "symbols": len(table.symbols)}))
     return EXIT_OK
-
-
-def _standalone(args: argparse.Namespace) -> list[Path]:
-    if args.build is not None:
-        from tdev.build.linkinputs import build_libraries, load_data
-
-        return build_libraries(args.build, load_data())
-    if not args.libs:
-        raise InputError("link-check", "give --build DIR or --libs A.so,B.dump (or --dump-symbols LIB)")
-    libs = _paths(args.libs)
-    if not libs:
-        raise InputError("--libs", "names no library")
-    return libs
-
-
-def _paths(items: list[str]) -> list[Path]:
-    """The files named in ``items`` (comma separated); a missing one, or one that is not a
-    regular file (a FIFO, a device, a directory), is bad input."""
-    from basekit.docread import open_regular
-
-    paths = [Path(p) for item in items for p in item.split(",") if p]
-    for p in paths:
-        if not os.path.lexists(p):
-            raise InputError(p, "no such file")
-        os.close(open_regular(p, what="library or symbol dump")[0])
-    return paths
-
-
-def _default_source() -> Path | None:
-    """``tdev extract``'s default output, when the command runs where it is."""
-    from tdev.cli.extract_cmd import DEFAULT_OUT
-
-    return DEFAULT_OUT if (DEFAULT_OUT / "MANIFEST.json").is_file() else None
-
-
-def _release(source: Path | None) -> str | None:
-    if source is None:
-        return None
-    from tdev.extract.manifest import load_manifest
-
-    return load_manifest(source).torch_version  # a ManifestError is an InputError
 
 
 def _names(items, shown: dict[str, str] | None = None, limit: int | None = None) -> list[str]:
@@ -182,7 +139,7 @@ def _names(items, shown: dict[str, str] | None = None, limit: int | None = None)
 
 
 def _render(closed, covered, subset: bool) -> None:
-    from tdev.build.linkgroups import demangle
+    from tdev.linkcheck.groups import demangle
 
     unresolved = closed.in_stock + closed.nowhere
     shown = demangle([u.name for u in unresolved])

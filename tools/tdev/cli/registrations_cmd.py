@@ -58,10 +58,10 @@ def register(sub) -> None:
 
 def run_dump(args) -> int:
     from basekit.fs import write_atomic
-    from tdev.build.registrations import dump
+    from tdev.registrations import dump
     python = args.python
     if python is None:
-        from tdev.build.wheel import find_stage1_torch
+        from tdev.standalone.wheel import find_stage1_torch
         python = find_stage1_torch(None, args.release).python
     table = dump(python)
     text = json.dumps(table.to_dict(), indent=1, sort_keys=True) + "\n"
@@ -75,7 +75,7 @@ def run_dump(args) -> int:
 
 
 def run_compare(args) -> int:
-    from tdev.build.registrations import compare, load
+    from tdev.registrations import compare, load
     stock, built = load(args.stock), load(args.built)
     ops, keys = _names(args.ops), _names(args.keys)
     unknown = sorted(set(keys or ()) - set(stock.keys))

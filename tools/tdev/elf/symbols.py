@@ -10,7 +10,7 @@ only provides symbols: what another library can bind to is exported, so dynamic)
 The reader runs binutils' ``readelf -W -d -s`` (one process per library) and parses its text:
 ~1.5 s for the stock ``libtorch_cuda.so`` of torch 2.6.0 (903 MB, 162,119 symbols), against
 ~3.3 s for pyelftools only to iterate them. readelf reads a damaged file as far as it can and
-often exits 0: the file's structure is checked first (:mod:`tdev.build.elfhead`), and anything
+often exits 0: the file's structure is checked first (:mod:`tdev.elf.header`), and anything
 readelf prints on stderr, a table or dynamic section it does not print whole, an unknown binding,
 visibility, type or section index, or a name with spaces, control characters (``^X``) or bytes
 that are not UTF-8 is bad input naming the file.
@@ -42,7 +42,7 @@ from basekit.docread import load_json_text, open_regular
 from basekit.errors import InputError
 from basekit.fs import write_atomic
 
-from .elfhead import ElfLayout, check_elf
+from .header import ElfLayout, check_elf
 
 DUMP_FORMAT = "tdev-elfsyms"
 DUMP_VERSION = 1

@@ -65,7 +65,7 @@ def render(entries: list[Entry], torch: dict[str, Any], layout: dict[str, str], 
 def load_manifest(out: str | Path) -> Manifest:
     """The checked manifest of the tree at ``out``; ManifestError when it cannot be used. THE
     reader of MANIFEST.json: extract (replacing a tree), ``--verify`` and the standalone build
-    (``tdev.build``) all call it (tests/test_layering.py checks)."""
+    (``tdev.standalone``) all call it (tests/test_layering.py checks)."""
     path = Path(out) / MANIFEST_NAME
     if not os.path.lexists(path):
         raise ManifestError(path, "no such file (not a tree written by tdev extract)")

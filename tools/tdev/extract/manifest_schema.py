@@ -3,7 +3,7 @@ that does not match what tdev writes (a wrong type, a path that is not a plain r
 a negative or non-integer size, a file listed twice) is refused as bad input, naming the entry.
 
 Only a manifest that passes here makes a directory replaceable by ``tdev extract``. The same model
-is what ``--verify`` and the standalone build (``tdev.build``) read: one reader, one schema. Entries
+is what ``--verify`` and the standalone build (``tdev.standalone``) read: one reader, one schema. Entries
 with a role that maps an original PyTorch file (``moved``, ``supplement``, ``region``) name that file
 in ``source``, a plain path relative to the PyTorch tree."""
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The link check of a standalone torch_cuda build (issue 12): closure and coverage.
 
-Pure core: symbol tables in (:mod:`tdev.build.elfsyms`, from ELF files or dumps), typed results
+Pure core: symbol tables in (:mod:`tdev.elf.symbols`, from ELF files or dumps), typed results
 out. Where the tables come from (stage 1, the CUDA libraries, the system) is
-:mod:`tdev.build.linkinputs`; how a missing symbol is put in a source directory is
-:mod:`tdev.build.linkgroups`.
+:mod:`tdev.linkcheck.inputs`; how a missing symbol is put in a source directory is
+:mod:`tdev.linkcheck.groups`.
 
 1. **closure** (:func:`closure`): every GLOBAL undefined symbol of the standalone libraries must be
    exported by a provider or by another standalone library (a WEAK undefined one may stay
@@ -31,7 +31,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from .elfsyms import SymbolTable
+from tdev.elf.symbols import SymbolTable
 
 Ref = tuple[str, "str | None"]  # (name, version)
 
@@ -227,7 +227,7 @@ def cuda_imports(importers: Iterable[SymbolTable], stock_cuda: Iterable[SymbolTa
 def coverage(standalone: Iterable[SymbolTable], importers: Iterable[SymbolTable],
              stock_cuda: Iterable[SymbolTable], others: Iterable[SymbolTable]) -> CoverageResult:
     """Which of the importers' stock-CUDA imports the standalone libraries do not export
-    (ungrouped: :func:`tdev.build.linkgroups.group` puts them in directories)."""
+    (ungrouped: :func:`tdev.linkcheck.groups.group` puts them in directories)."""
     standalone, importers, stock_cuda = tuple(standalone), tuple(importers), tuple(stock_cuda)
     per, imports = cuda_imports(importers, stock_cuda, others)
     built = DefIndex(standalone)

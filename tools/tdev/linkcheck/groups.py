@@ -25,7 +25,7 @@ from typing import Iterable, Sequence
 from basekit.docread import read_regular
 from basekit.errors import InputError
 
-from .linkcheck import CoverageResult, Group, Import
+from .check import CoverageResult, Group, Import
 
 SOURCE_SUFFIXES = (".cpp", ".cu", ".cc", ".c")
 HEADER_SUFFIXES = (".h", ".cuh", ".hpp")

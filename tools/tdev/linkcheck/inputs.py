@@ -1,8 +1,8 @@
 """Where the link check's symbol tables come from: the standalone build, stage 1, CUDA, the system.
 
 What plays which part is data (tools/tdev/data/linkcheck.yaml, :class:`LinkData`); this module
-finds the files and reads them (:mod:`tdev.build.elfsyms`: ELF files or dumps). The stage-1 torch
-is ``tdev.build.wheel.find_stage1_torch`` when that is there, else the site-packages of a given
+finds the files and reads them (:mod:`tdev.elf.symbols`: ELF files or dumps). The stage-1 torch
+is ``tdev.standalone.wheel.find_stage1_torch`` when that is there, else the site-packages of a given
 python (asked in a subprocess; torch is not imported).
 """
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Callable, Mapping, Sequence
 from basekit.config import conf, read_config
 from basekit.errors import InputError
 
-from .elfsyms import SymbolTable, read_tables
-from .linkgroups import GroupRule
+from tdev.elf.symbols import SymbolTable, read_tables
+from .groups import GroupRule
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "linkcheck.yaml"
 
@@ -81,7 +81,7 @@ def stage1_site(python: Path | None, version: str | None, env: Mapping[str, str]
     (``python`` or its default; a release mismatch is bad input naming both). Without one: the
     torch of ``python``, whatever its release."""
     if version is not None:
-        from tdev.build.wheel import find_stage1_torch
+        from tdev.standalone.wheel import find_stage1_torch
 
         torch = find_stage1_torch(python, version, env)
         return Stage1Site(torch.torch_dir.parent, torch.torch_dir, torch.python)

@@ -1,7 +1,7 @@
 """Stage 2 of the standalone build against the installed torch (wheel mode): codegen, staging,
 ``sources.cmake`` and the CMake run of ``torch_cuda`` (the ATen sets) and ``c10_cuda``.
 
-Called by :func:`tdev.build.standalone.build` when the selected sets need ``stage1: torch``;
+Called by :func:`tdev.standalone.driver.build` when the selected sets need ``stage1: torch``;
 there is no stage-1 build: the wheel's headers and libraries are stage 1.
 """
 from __future__ import annotations

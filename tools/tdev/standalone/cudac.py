@@ -17,7 +17,7 @@ from pathlib import Path
 from basekit.config import read_config
 from basekit.docread import read_regular
 from basekit.fs import write_atomic
-from tdev.build.stage import MAX_FILE_BYTES, extracted
+from tdev.standalone.stage import MAX_FILE_BYTES, extracted
 from tdev.extract.manifest_schema import Manifest
 from wrapped_cmake.errors import InputError
 

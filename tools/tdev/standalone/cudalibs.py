@@ -7,7 +7,7 @@
   so that the build can name the settings (``USE_CUDNN``, ...) that drop the units needing it.
 * :func:`find_cuda_toolkit`: the local toolkit (nvcc, its version, include and lib directories);
   :func:`toolkit_warning` says when its major version is not the one the wheel was built with.
-* ``python -m tdev.build.cudalibs requirements|headers RELEASE|show RELEASE``: what
+* ``python -m tdev.standalone.cudalibs requirements|headers RELEASE|show RELEASE``: what
   setup-stage1.sh installs, and the table of what was found.
 """
 from __future__ import annotations
@@ -281,14 +281,14 @@ def toolkit_warning(toolkit: CudaToolkit, stage1: Stage1Torch,
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
-    p = argparse.ArgumentParser(prog="python -m tdev.build.cudalibs", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m tdev.standalone.cudalibs", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("requirements", help="what setup-stage1.sh installs with its dependencies")
     h = sub.add_parser("headers", help="the header-only packages pinned for RELEASE")
     h.add_argument("release")
     s = sub.add_parser("show", help="the libraries and the toolkit of a stage-1 environment")
     s.add_argument("release")
-    s.add_argument("--python", type=Path, help="the stage-1 python (default: see tdev.build.wheel)")
+    s.add_argument("--python", type=Path, help="the stage-1 python (default: see tdev.standalone.wheel)")
     s.add_argument("--libraries", type=Path, metavar="SITE",
                    help="a site-packages with the CUDA libraries (as -D TORCH_CUDA_LIBRARIES)")
     args = p.parse_args(argv)
@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
             if warning:
                 print(f"warning: {warning}")
         return 0
-    return run_command("tdev.build.cudalibs", run)
+    return run_command("tdev.standalone.cudalibs", run)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 A subset build (``-D TORCH_CUDA_OPS=add,mul`` or a named list such as ``ci``) compiles
 ``aten_cuda`` plus the kernels of the listed ops and a selective registration unit. Which
 ``.cu``/``.cpp`` files hold an op's kernels is data, written once into the overlay's
-``op_units.yaml`` by :func:`derive` (``python -m tdev.build.opunits --tree T --extraction E
+``op_units.yaml`` by :func:`derive` (``python -m tdev.standalone.opunits --tree T --extraction E
 OP...``) and checked against the real tree by a test. The derivation reads what the stock
 build reads, nothing is guessed from file names:
 
@@ -67,7 +67,7 @@ def resolve_ops(value: str, table: OpTable, where: str) -> tuple[str, ...]:
             if op not in table.ops:
                 raise InputError(where, f"op {op!r} is not in op_units.yaml (lists: "
                                  f"{', '.join(table.op_lists) or 'none'}); add it with "
-                                 "`python -m tdev.build.opunits --add OP`")
+                                 "`python -m tdev.standalone.opunits --add OP`")
             if op not in ops:
                 ops.append(op)
     if not ops:
@@ -240,7 +240,7 @@ def render_entries(table: Mapping[str, OpUnits]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
-    ap = argparse.ArgumentParser(prog="python -m tdev.build.opunits",
+    ap = argparse.ArgumentParser(prog="python -m tdev.standalone.opunits",
                                  description="derive op_units.yaml entries for OPs")
     ap.add_argument("ops", nargs="+")
     ap.add_argument("--extraction", type=Path, required=True)

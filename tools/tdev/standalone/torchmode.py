@@ -3,9 +3,9 @@ which settings (features) are on, which units each set compiles, and the op list
 
 The build uses it when a selected target set says ``stage1: torch`` (targets.yaml): the ATen
 sets need ATen's generated headers and ``libtorch_cpu``, which only an installed torch of the
-extraction's release has. :func:`resolve` finds that torch (:func:`tdev.build.wheel.find_stage1_torch`:
+extraction's release has. :func:`resolve` finds that torch (:func:`tdev.standalone.wheel.find_stage1_torch`:
 a release mismatch is bad input naming both versions), the CUDA libraries of its environment
-(:func:`tdev.build.cudalibs.find_cuda_libraries`), the settings of targets.yaml (``-D NAME=ON|OFF``,
+(:func:`tdev.standalone.cudalibs.find_cuda_libraries`), the settings of targets.yaml (``-D NAME=ON|OFF``,
 else ON when what they need is found) and the op list (``-D TORCH_CUDA_OPS``).
 
 :func:`account` gives every translation unit of the manifest, and every unit codegen writes, a
@@ -48,8 +48,8 @@ class FeatureState:
 
 @dataclass(frozen=True)
 class TorchStage1:
-    torch: object  # tdev.build.wheel.Stage1Torch
-    libraries: Mapping[str, object]  # name -> tdev.build.cudalibs.CudaLibrary
+    torch: object  # tdev.standalone.wheel.Stage1Torch
+    libraries: Mapping[str, object]  # name -> tdev.standalone.cudalibs.CudaLibrary
     features: Mapping[str, FeatureState]
     ops: tuple[str, ...] | None
     op_units: tuple[str, ...] = ()

@@ -26,7 +26,7 @@ from typing import Mapping
 from basekit.docread import read_text
 from basekit.errors import InputError
 
-from . import elfsyms
+from tdev.elf import symbols as elfsyms
 from .inputs import release
 
 PYTHON_ENV = "TDEV_TORCH_PYTHON"

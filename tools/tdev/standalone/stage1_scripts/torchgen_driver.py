@@ -1,5 +1,5 @@
 """Run by the STAGE-1 python (never imported by tdev): ``torchgen.gen.main`` with the
-arguments it is given, and two hooks that do nothing unless asked (tdev.build.codegen says why):
+arguments it is given, and two hooks that do nothing unless asked (tdev.standalone.codegen says why):
 
 * ``--tdev-shard KEY=N``: Register<KEY>.cpp becomes Register<KEY>_0..N-1.cpp: the groups split by
   a stable hash (crc32) of their root name, torchgen's own definitions generator run on each
