@@ -1,4 +1,4 @@
-"""tdev.globs (issue 17 item 11): repeated '**/' must not backtrack; answers unchanged, checked
+"""basekit.globs: repeated '**/' must not backtrack; answers unchanged, checked
 against the former regex translation on the real layout/target patterns, the real tree's paths
 and generated patterns."""
 from __future__ import annotations
@@ -13,14 +13,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from support.fuzzing import FUZZ
-from tdev.globs import matches, matches_any
+from basekit.globs import matches, matches_any
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 @lru_cache(maxsize=None)
 def old_regex(pattern: str) -> re.Pattern[str]:
-    """The translation tdev.globs used before (a backtracking regex): the reference answers."""
+    """The translation basekit.globs used before (a backtracking regex): the reference answers."""
     out, i = [], 0
     while i < len(pattern):
         if pattern.startswith("**/", i):

@@ -13,7 +13,7 @@ from basekit.config import Document, conf, load_document_text
 from basekit.docread import read_regular
 from basekit.errors import InputError
 
-from ..globs import matches_any
+from basekit.globs import matches_any
 
 MANIFEST_NAME = "MANIFEST.json"
 REPORT_NAME = "EXTRACT_REPORT.json"

@@ -3,7 +3,7 @@ profile, and merge a vendor's edits into it three ways per file.
 
 For each file, **base** is what scaffold wrote last time (the pristine copy under
 ``.tdev-scaffold/base``, checked against the marker's sha256), **yours** is the file in the
-package and **new** is the new render. The merge is :func:`tdev.patch.merge.merge3`, the one
+package and **new** is the new render. The merge is :func:`basekit.diff3.merge3`, the one
 ``patch port`` uses:
 
 - a file you did not edit takes the new render; one the template did not change keeps your edit;
@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 from basekit.docread import read_regular
 from basekit.fs import PathEscapeError, safe_join
-from tdev.patch.merge import Conflict, diff3_region, merge3
+from basekit.diff3 import Conflict, diff3_region, merge3
 
 from . import validate
 from .profiles import available_vendors

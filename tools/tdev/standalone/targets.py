@@ -14,7 +14,7 @@ from typing import Literal
 from basekit.config import load_document
 
 from tdev.extract.manifest_schema import Manifest
-from tdev.globs import matches
+from basekit.globs import matches
 from wrapped_cmake.errors import InputError
 
 
