@@ -7,14 +7,12 @@ renames through ``.NAME.tdev-new/old``. :func:`recover_tree` (run first by every
 finishes or undoes a replacement a kill interrupted, and touches nothing it cannot prove it
 made: a link or a directory without the record at that name is refused, not followed.
 Callers that may run concurrently hold :func:`basekit.fs.dir_lock` on the target's parent.
-:class:`KillPoints` is the test hook that kills a run at a named step.
 """
 from __future__ import annotations
 
 import errno
 import os
 import shutil
-import signal
 import stat
 from pathlib import Path
 from typing import Callable
@@ -189,19 +187,3 @@ def replace_tree(target: Path, fill: Callable[[Path], None], *,
     _remove_work(work)
     step("cleaned")
     return recovered
-
-
-class KillPoints:
-    """A test hook: ``NAME=kill:N`` or ``kill:STEP`` in the environment variable ``env`` sends
-    SIGKILL to this process at the N-th :meth:`checkpoint` or the one named STEP (a caller's
-    steps, and :func:`replace_tree`'s when passed as its ``on_step``)."""
-
-    def __init__(self, env: str) -> None:
-        spec = os.environ.get(env, "")
-        self.target = spec[5:] if spec.startswith("kill:") else None
-        self.count = 0
-
-    def checkpoint(self, name: str) -> None:
-        self.count += 1
-        if self.target is not None and self.target in (str(self.count), name):
-            os.kill(os.getpid(), signal.SIGKILL)

@@ -114,7 +114,7 @@ def test_sigkill_at_several_points_leaves_old_or_complete(real):
     old_layout.write_text(yaml.safe_dump(doc))
 
     def run(*extra, fault=None):
-        env = {"TDEV_EXTRACT_FAULT": fault} if fault else None
+        env = {"TDEV_FAULT": fault} if fault else None
         return tdev("extract", str(tree), "--scan", str(scan_file), "--out", str(out), *extra, env=env)
 
     assert run("--layout", str(old_layout)).returncode == 0
@@ -123,8 +123,8 @@ def test_sigkill_at_several_points_leaves_old_or_complete(real):
     new = tree_hash(work / "ref" / "torch_cuda")
     assert old != new
     # "3" and "15": while writing files (a checkpoint every 64 files); then the named points
-    for fault, expect in (("kill:3", "old"), ("kill:15", "old"), ("kill:built", "old"),
-                          ("kill:swapped", "new")):
+    for fault, expect in (("kill:extract:3", "old"), ("kill:extract:15", "old"),
+                          ("kill:extract:built", "old"), ("kill:extract:swapped", "new")):
         r = run(fault=fault)
         assert r.returncode == -signal.SIGKILL, (fault, r.stderr)
         # the output is in place at every kill point, the previous tree or the new one

@@ -122,7 +122,7 @@ def test_killed_runs_never_lose_added_files(mini):
     source = root / "torch/cuda/__init__.py"
     for k, point in enumerate(("built", "carried", "swapped", "cleaned")):
         source.write_text(f"def is_available():\n    return {k}\n")
-        r = extract(root, scan_file, out, env={"TDEV_EXTRACT_FAULT": f"kill:{point}"})
+        r = extract(root, scan_file, out, env={"TDEV_FAULT": f"kill:extract:{point}"})
         assert r.returncode == -signal.SIGKILL, (point, r.stdout, r.stderr)
         done = extract(root, scan_file, out)
         assert done.returncode == 0, (point, done.stderr)

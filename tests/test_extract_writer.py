@@ -166,7 +166,7 @@ def test_killed_runs_leave_old_or_new(mini, tmp_path):
     assert extract(root, scan_file, out, "--layout", str(old_layout)).returncode == 0
     old_hash = tree_hash(out)
     for point in ("carried", "built", "swapped", "cleaned"):
-        r = extract(root, scan_file, out, env={"TDEV_EXTRACT_FAULT": f"kill:{point}"})
+        r = extract(root, scan_file, out, env={"TDEV_FAULT": f"kill:extract:{point}"})
         assert r.returncode == -signal.SIGKILL, (point, r.stdout, r.stderr)
         if point in ("carried", "built"):  # the new tree is built beside the old one, in place
             assert verify(out).ok and tree_hash(out) == old_hash

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tdev.patch import ops
-from tdev.patch.tree import FAULT_ENV, LOCK_NAME, STATE_DIR, LockBusy, PathRefused, Tree
+from tdev import FAULT_ENV
+from tdev.patch.tree import LOCK_NAME, STATE_DIR, LockBusy, PathRefused, Tree
 
 from support.patch import make_series, numbered, patch_text, small, tdev, tree_hash  # noqa: F401 (fixture)
 
@@ -34,8 +35,8 @@ def test_apply_status_unapply_round_trip_leaves_no_state_behind(small):
 def test_failed_write_rolls_back_in_process(small, monkeypatch):
     tree, series = small["tree"], small["series"]
     before = tree_hash(tree)
-    monkeypatch.setenv(FAULT_ENV, "fail:2")
-    with pytest.raises(OSError, match="injected failure after 2 writes"):
+    monkeypatch.setenv(FAULT_ENV, "fail:patch:2")
+    with pytest.raises(OSError, match=r"injected failure at patch:written \(checkpoint 2\)"):
         ops.apply(series, tree)
     assert tree_hash(tree) == before
 
@@ -112,7 +113,7 @@ def test_kill_during_apply_then_next_run_rolls_back_and_completes(small):
     tree, series = small["tree"], small["series"]
     before = tree_hash(tree)
     killed = tdev("patch", "apply", "--series", str(series), "--torch-src", str(tree),
-                  env={FAULT_ENV: "kill:2"})
+                  env={FAULT_ENV: "kill:patch:2"})
     assert killed.returncode == -signal.SIGKILL
     assert (tree / STATE_DIR / "journal" / "manifest.json").exists()
     # on disk the tree is half patched (two files of three written); readers see it as the
@@ -138,7 +139,7 @@ def test_kill_then_recover_returns_the_old_tree(small):
     before = tree_hash(tree)
     code = ("import sys; from tdev.patch import ops; ops.apply(sys.argv[1], sys.argv[2])")
     proc = subprocess.run([sys.executable, "-c", code, str(series), str(tree)],
-                          env=dict(os.environ, **{FAULT_ENV: "kill:1"}))
+                          env=dict(os.environ, **{FAULT_ENV: "kill:patch:1"}))
     assert proc.returncode == -signal.SIGKILL
     assert tree_hash(tree) != before
     t = Tree(tree)

@@ -113,7 +113,7 @@ def test_a_killed_update_leaves_the_package_in_place_and_the_next_run_cleans_up(
     pkg = copy_of(made, tmp_path)
     ops = pkg / "csrc" / "aten" / "Ops.cpp"
     ops.write_text(ops.read_text() + "// mine\n")
-    r = tdev("scaffold", "--update", str(pkg), env={"TDEV_SCAFFOLD_FAULT": f"kill:{point}"})
+    r = tdev("scaffold", "--update", str(pkg), env={"TDEV_FAULT": f"kill:scaffold:{point}"})
     assert r.returncode == -9, (point, r.stdout, r.stderr)
     assert (pkg / MARKER).is_file() and ops.read_text().endswith("// mine\n")
     if point != "cleaned":

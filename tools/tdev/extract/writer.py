@@ -23,9 +23,10 @@ kill between two renames puts the complete new tree in place; it touches nothing
 prove it made (a link, or a directory without the owner record, at that name is refused with one
 line). An existing ``NAME`` without a manifest tdev wrote is never replaced.
 
-Fault injection for tests: ``TDEV_EXTRACT_FAULT=kill:N`` or ``kill:NAME`` sends SIGKILL to the
-process at the N-th checkpoint or the one named NAME (``files`` after every 64 files, then
-``carried``, ``built``, ``swapped``, ``cleaned``; ``aside`` with two renames).
+Fault injection for tests (:mod:`basekit.faults`): ``TDEV_FAULT=kill:extract:N`` or
+``kill:extract:NAME`` sends SIGKILL to the process at the N-th checkpoint or the one named NAME
+(``files`` after every 64 files, then ``carried``, ``built``, ``swapped``, ``cleaned``; ``aside``
+with two renames).
 """
 from __future__ import annotations
 
@@ -38,8 +39,10 @@ from typing import Any
 
 from basekit.errors import InputError
 from basekit.fs import Busy, dir_lock, safe_join
-from basekit.trees import KillPoints, recover_tree, replace_tree, tree_slots
+from basekit.faults import FaultPoints
+from basekit.trees import recover_tree, replace_tree, tree_slots
 
+from .. import FAULT_ENV
 from . import localwork, manifest
 from .layout import MANIFEST_NAME, REPORT_NAME
 from .localwork import LocalChanges, LocalWork
@@ -47,7 +50,6 @@ from .plan import ExtractionPlan
 
 __all__ = ["LocalChanges", "OutputError", "WriteResult", "existing", "recover", "siblings", "write_tree"]
 
-FAULT_ENV = "TDEV_EXTRACT_FAULT"
 FILES_PER_CHECKPOINT = 64
 
 
@@ -168,7 +170,7 @@ def write_tree(plan: ExtractionPlan, out: str | Path, *, discard_changes: bool =
     if out.parent == out:
         raise OutputError(f"{out}: refusing to write the filesystem root")
     out.parent.mkdir(parents=True, exist_ok=True)
-    faults = KillPoints(FAULT_ENV)
+    faults = FaultPoints(FAULT_ENV, "extract")
     try:
         with dir_lock(out.parent):
             return _write_locked(plan, out, discard_changes, faults, t0)
@@ -176,7 +178,7 @@ def write_tree(plan: ExtractionPlan, out: str | Path, *, discard_changes: bool =
         raise OutputError(f"{out.parent}: another tdev extract is writing here") from None
 
 
-def _write_locked(plan: ExtractionPlan, out: Path, discard_changes: bool, faults: KillPoints,
+def _write_locked(plan: ExtractionPlan, out: Path, discard_changes: bool, faults: FaultPoints,
                   t0: float) -> WriteResult:
     recovered = recover(out)
     state = existing(out)
@@ -208,7 +210,7 @@ def _result(out: Path, changed: bool, work: LocalWork | None, t0: float, *, file
                        list(work.kept_shown) if work else [], list(work.blocking) if work and changed else [])
 
 
-def _build(new: Path, data: dict[str, tuple[bytes, bool]], mbytes: bytes, faults: KillPoints,
+def _build(new: Path, data: dict[str, tuple[bytes, bool]], mbytes: bytes, faults: FaultPoints,
            work: LocalWork | None, out: Path) -> None:
     made: set[str] = set()
     for k, (dest, (b, exe)) in enumerate(sorted(data.items()), 1):

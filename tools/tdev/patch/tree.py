@@ -30,23 +30,24 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-import signal
 import stat
 from pathlib import Path
 
 from basekit.docread import BadInput
+from basekit.faults import FaultPoints
 
+from .. import FAULT_ENV
 from . import journal as jn
 from .diff import decode, encode
 from .diskio import LOCK_NAME, LockBusy, TreeLock, fsync_dir, refuse_link, write_atomic
 from .engine import FileChange
 
-__all__ = ["FAULT_ENV", "JOURNAL", "LOCK_NAME", "STATE_DIR", "LockBusy", "PathRefused", "Tree",
+__all__ = ["FAULT_SCOPE", "JOURNAL", "LOCK_NAME", "STATE_DIR", "LockBusy", "PathRefused", "Tree",
            "TreeLock", "write_atomic"]
 STATE_DIR = ".tdev-patches"
 JOURNAL = f"{STATE_DIR}/journal"
 STATE_NAMES = ("journal", "journal.new", "journal.done", "base", "owners.json")
-FAULT_ENV = "TDEV_PATCH_FAULT"  # test hook: "kill:N" / "fail:N" after the N-th file write
+FAULT_SCOPE = "patch"  # test hook (basekit.faults): TDEV_FAULT=kill:patch:N / fail:patch:N after the N-th file write
 
 
 class PathRefused(BadInput):
@@ -297,18 +298,12 @@ class Tree:
                 raise PathRefused(f"{rel}: is a directory")
         self._write_journal(plan, self._new_dirs(plan, changes))
         order = sorted(range(len(plan)), key=lambda n: changes[plan[n][0]].text is not None)
-        fault = os.environ.get(FAULT_ENV, "")
-        kind, _, count = fault.partition(":")
-        written = 0
+        faults = FaultPoints(FAULT_ENV, FAULT_SCOPE)
         try:
             for n in order:  # deletions first: a file may give its name to a directory
                 rel, real = plan[n]
                 self._write_one(rel, real, changes[rel], jn.temp_name(n), (times or {}).get(rel))
-                written += 1
-                if count and written == int(count):
-                    if kind == "kill":
-                        os.kill(os.getpid(), signal.SIGKILL)
-                    raise OSError(errno.EIO, f"{FAULT_ENV}: injected failure after {written} writes")
+                faults.checkpoint("written")
         except BaseException:
             self._rollback(self._load_journal() or jn.Manifest())
             raise

@@ -24,13 +24,15 @@ import jinja2
 
 from basekit.errors import InputError
 from basekit.fs import Busy, PathEscapeError, dir_lock, safe_join
-from basekit.trees import KillPoints, recover_tree, replace_tree
+from basekit.faults import FaultPoints
+from basekit.trees import recover_tree, replace_tree
 
+from .. import FAULT_ENV
 from .userwork import (BASE, MARKER, SCHEMA, MarkerError, UserWork, carry_over, read_marker, sha256,
                        survey, tree_digest)
 
 PATH_VAR = re.compile(r"__([a-z_]+?)__")
-FAULT_ENV = "TDEV_SCAFFOLD_FAULT"  # test hook: "kill:STEP" (built, swapped, cleaned; basekit.trees.KillPoints)
+FAULT_SCOPE = "scaffold"  # test hook (basekit.faults): TDEV_FAULT=kill:scaffold:STEP (built, swapped, cleaned)
 SKIP = ("__pycache__", ".pyc")
 
 
@@ -97,7 +99,7 @@ def write_package(out: Path, files: Mapping[str, bytes], base: Mapping[str, byte
     ``.tdev-scaffold/base``, the marker, and the user's ``keep`` paths linked in from ``out``),
     then swaps it into place: a kill leaves the old tree or the new one."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    faults = KillPoints(FAULT_ENV)
+    faults = FaultPoints(FAULT_ENV, FAULT_SCOPE)
 
     def fill(staging: Path) -> None:
         _write_files(staging, files)
