@@ -44,9 +44,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Literal, NoReturn, TypeVar, Union
@@ -140,8 +141,9 @@ class Document:
     where: str
     node: yaml.Node | None = None
 
-    def line(self, path: KeyPath) -> int | None:
-        node, line = self.node, None
+    def _nodes(self, path: KeyPath) -> list[yaml.Node]:
+        """The file's nodes along ``path``, as far as the file has it."""
+        node, out = self.node, []
         for part in path:
             if isinstance(node, yaml.MappingNode):
                 pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == str(part)), None)
@@ -152,11 +154,30 @@ class Document:
                 node = None
             if node is None:
                 break
-            line = node.start_mark.line + 1
-        return line if line is not None or self.node is None else self.node.start_mark.line + 1
+            out.append(node)
+        return out
 
-    def fail(self, path: KeyPath, problem: str) -> NoReturn:
-        line = self.line(path)
+    def line(self, path: KeyPath) -> int | None:
+        nodes = self._nodes(path)
+        if nodes:
+            return nodes[-1].start_mark.line + 1
+        return None if self.node is None else self.node.start_mark.line + 1
+
+    def of_kind(self, path: KeyPath, keys: Iterable[str], data: Any) -> bool:
+        """Whether the file reads as a document of the expected kind, so that its keys may be
+        quoted: the file holds ``path`` (below the top, whose every key was a known one), or
+        its mapping at the top holds one of ``keys`` (``data``, the merged mapping, stands in
+        where the document has no nodes)."""
+        if self.node is None:
+            return bool(path) or (isinstance(data, dict) and any(k in data for k in keys))
+        if path:
+            return len(self._nodes(path)) == len(path)
+        return isinstance(self.node, yaml.MappingNode) and not set(keys).isdisjoint(
+            getattr(k, "value", None) for k, _ in self.node.value)
+
+    def fail(self, path: KeyPath, problem: str, *, at: KeyPath | None = None) -> NoReturn:
+        """Bad input naming the line of ``at`` (default ``path``), the key ``path``, ``problem``."""
+        line = self.line(path if at is None else at)
         where = f"{self.where}:{line}" if line else self.where
         raise InputError(where, f"{dotted(path)}: {problem}" if path else problem)
 
@@ -244,10 +265,7 @@ def _dataclass(doc: Document, schema: type, value: Any, path: KeyPath) -> Any:
     known = [f.key for f in fields]
     for k in value:
         if k not in known:
-            import difflib  # only on this path: every scan reads its rules through here
-            close = difflib.get_close_matches(str(k), known, n=1)
-            hint = f"did you mean '{close[0]}'?" if close else "known: " + ", ".join(known)
-            doc.fail(path + (str(k),), f"unknown key ({hint})")
+            _unknown_key(doc, path, k, known, value)
     kwargs = {}
     for f in fields:
         v = value.get(f.key)
@@ -265,6 +283,29 @@ def _dataclass(doc: Document, schema: type, value: Any, path: KeyPath) -> Any:
                 doc.fail(path + (f.key,), str(e))
         kwargs[f.name] = v
     return schema(**kwargs)
+
+
+# a key quoted in a message: a name, as config keys are
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
+
+
+def _unknown_key(doc: Document, path: KeyPath, key: Any, known: list[str], mapping: dict) -> NoReturn:
+    """Bad input for ``key``, not one of ``known``. The key is quoted only when it is a name and
+    the file reads as a document of this kind (:meth:`Document.of_kind`), or the key is a near
+    miss of a known one: a file that is something else (``/etc/shadow`` given as a profile) is
+    named with its line, never quoted."""
+    import difflib  # only on this path: every scan reads its rules through here
+    name = isinstance(key, str) and _NAME.match(key) is not None
+    close = difflib.get_close_matches(key, known, n=1) if name else []
+    listed = "known: " + ", ".join(known)
+    of_kind = doc.of_kind(path, known, mapping)
+    if name and (close or of_kind):
+        doc.fail(path + (key,), f"unknown key ({f'did you mean {close[0]!r}?' if close else listed})")
+    at = path + (str(key),)
+    if of_kind:
+        doc.fail(path, f"an unknown key that is not a name (not quoted; {listed})", at=at)
+    doc.fail(path, f"not a document of this kind: none of its keys is known (not quoted; {listed})",
+             at=at)
 
 
 def _optional(tp: Any) -> bool:
