@@ -1,12 +1,11 @@
-{% set present_flaggems = vendor_kernels and vendor_kernels.pointer == "device" %}
-{% set vendor_module = vendor_kernels.dispatch_key | lower if vendor_kernels else "" %}
-"""Per-operator routing for {{ package }}, as in torch_fl: each listed operator runs on FlagGems,
-the vendor's kernels or the CPU.
+"""Per-operator routing for this package, as in torch_fl: each listed operator runs on FlagGems,
+the vendor's kernels or the CPU (the package's names come from _config.py; PREFIX below is its
+ENV_PREFIX).
 
-backends.conf (or the file {{ env_prefix }}_BACKEND_CONFIG names) holds lines `op = flaggems | vendor
+backends.conf (or the file PREFIX_BACKEND_CONFIG names) holds lines `op = flaggems | vendor
 | cpu`, `# comments` and `include OTHER.conf` (relative to the including file; later lines win).
-{{ env_prefix }}_OP_<op>=<backend> overrides one operator (`.` in the name written `__`, e.g.
-{{ env_prefix }}_OP_add__Tensor=cpu). {{ env_prefix }}_LOG_DISPATCH=1 prints every routing decision and
+PREFIX_OP_<op>=<backend> overrides one operator (`.` in the name written `__`, e.g.
+PREFIX_OP_add__Tensor=cpu). PREFIX_LOG_DISPATCH=1 prints every routing decision and
 every routed call. set_route(op, backend) replaces a route at run time (`tdev route tune`
 measures each backend that way). A file that cannot be read, a syntax error, an unknown backend or operator
 is a RoutingError naming the file and line, raised at import. Operators not listed use the
@@ -28,21 +27,17 @@ from typing import Callable, Mapping
 import torch
 
 from . import _C
+from ._config import (CORE_OPS, DEVICE, ENV_PREFIX, HAS_VENDOR_KERNELS, PACKAGE,
+                      PRESENT_FLAGGEMS, ROUTE_BACKENDS, VENDOR_MODULE)
 
-PACKAGE = "{{ package }}"
-DEVICE = "{{ device }}"
-BACKENDS = ("flaggems", "vendor", "cpu")
-CONFIG_ENV = "{{ env_prefix }}_BACKEND_CONFIG"
-LOG_ENV = "{{ env_prefix }}_LOG_DISPATCH"
-OP_ENV = "{{ env_prefix }}_OP_"
+BACKENDS = ROUTE_BACKENDS
+CONFIG_ENV = f"{ENV_PREFIX}_BACKEND_CONFIG"
+LOG_ENV = f"{ENV_PREFIX}_LOG_DISPATCH"
+OP_ENV = f"{ENV_PREFIX}_OP_"
 DEFAULT_CONFIG = Path(__file__).with_name("backends.conf")
-{% if present_flaggems %}
-_present = torch.ops.{{ package }}.present.default  # csrc/aten/Boxing.cpp
-_unbox = torch.ops.{{ package }}.unbox.default
-{% endif %}
-HAS_VENDOR_KERNELS = {{ "True" if vendor_kernels else "False" }}
-# implemented by the device itself (csrc/aten/Ops.cpp): not routable
-CORE_OPS = ({% for op, _ in core_ops %}"{{ op }}", {% endfor %})
+if PRESENT_FLAGGEMS:
+    _present = getattr(torch.ops, PACKAGE).present.default  # csrc/aten/Boxing.cpp
+    _unbox = getattr(torch.ops, PACKAGE).unbox.default
 
 _ROUTE = re.compile(r"(?P<op>[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)?)\s*=\s*(?P<backend>\S+)")
 _INCLUDE = re.compile(r"include\s+(?P<path>\S.*)")
@@ -129,7 +124,7 @@ def _read_config(path: Path, including: tuple[Path, ...], done: dict[Path, dict[
 
 
 def env_routes(environ: Mapping[str, str]) -> dict[str, Route]:
-    """{{ env_prefix }}_OP_<op>=<backend> overrides (`.` in operator names written `__`)."""
+    """PREFIX_OP_<op>=<backend> overrides (`.` in operator names written `__`)."""
     routes = {}
     for key in sorted(environ):
         if not key.startswith(OP_ENV):
@@ -231,22 +226,24 @@ _log = False
 
 def _log_line(text: str) -> None:
     print(f"[{PACKAGE}] {text}", file=sys.stderr, flush=True)
-{% if present_flaggems %}
 
 
 def _vendor_stream(device: int):
-    """This device's current stream as the {{ vendor_module }} current stream (Triton launches on it)."""
+    """This device's current stream as the vendor's current stream (torch.<VENDOR_MODULE>:
+    Triton launches on it)."""
     raw = _C.native_stream(device)
     if _vendor_raw_stream(device) == raw:
         return contextlib.nullcontext()
-    vendor = torch.{{ vendor_module }}
+    vendor = getattr(torch, VENDOR_MODULE)
     stream = vendor.default_stream(device) if raw == 0 else vendor.ExternalStream(raw, device=device)
     return vendor.stream(stream)
 
 
 def _vendor_raw_stream(device: int) -> int:
-    fast = getattr(torch._C, "_{{ vendor_module }}_getCurrentRawStream", None)
-    return fast(device) if fast else torch.{{ vendor_module }}.current_stream(device).{{ vendor_module }}_stream
+    fast = getattr(torch._C, f"_{VENDOR_MODULE}_getCurrentRawStream", None)
+    if fast:
+        return fast(device)
+    return getattr(getattr(torch, VENDOR_MODULE).current_stream(device), f"{VENDOR_MODULE}_stream")
 
 
 def _swap(value, table: dict):
@@ -258,9 +255,9 @@ def _swap(value, table: dict):
 
 
 def _call_as_vendor(fn: Callable, args: tuple, kwargs: dict):
-    """Runs a FlagGems kernel on {{ vendor_module }} tensors over the same memory (device boxing, as in
-    csrc/aten/Boxing.cpp) and returns {{ device }} tensors: inputs come back as themselves, views of
-    inputs as views, fresh results adopted without a copy."""
+    """Runs a FlagGems kernel on the vendor's tensors over the same memory (device boxing, as in
+    csrc/aten/Boxing.cpp) and returns this device's tensors: inputs come back as themselves,
+    views of inputs as views, fresh results adopted without a copy (PRESENT_FLAGGEMS)."""
     originals = []
     for value in (*args, *kwargs.values()):
         items = value if isinstance(value, (list, tuple)) else (value,)
@@ -278,18 +275,15 @@ def _call_as_vendor(fn: Callable, args: tuple, kwargs: dict):
         return out
     back = _unbox(results, originals, presented, device)
     return back[0] if single else type(out)(back) if isinstance(out, list) else tuple(back)
-{% endif %}
 
 
 def _flaggems_kernel(op: str, fn: Callable) -> Callable:
     def kernel(*args, **kwargs):
         if _log:
             _log_line(f"dispatch {op} -> flaggems")
-{% if present_flaggems %}
-        return _call_as_vendor(fn, args, kwargs)
-{% else %}
+        if PRESENT_FLAGGEMS:
+            return _call_as_vendor(fn, args, kwargs)
         return fn(*args, **kwargs)
-{% endif %}
     return kernel
 
 

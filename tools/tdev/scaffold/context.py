@@ -12,10 +12,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from .templateconf import TemplateConf
 from .profiles import Amp, Runtime, Sdk, VendorKernels, VendorProfile
-
-# Where an operator may be routed (backends.conf, routing.py).
-ROUTE_BACKENDS = ("flaggems", "vendor", "cpu")
 
 
 @dataclass(frozen=True)
@@ -32,7 +30,7 @@ class ScaffoldContext(Mapping[str, Any]):
     vendor_kernels: VendorKernels | None
     amp: Amp
     routing: tuple[tuple[str, str], ...]
-    route_backends: tuple[str, ...]
+    route_backends: tuple[str, ...]  # the tree's template.yaml
     core_ops: tuple[tuple[str, str], ...]  # (op, C++ kernel) csrc/aten/Ops.cpp registers
 
     @property
@@ -57,12 +55,14 @@ class ScaffoldContext(Mapping[str, Any]):
 
 
 def make_context(profile: VendorProfile, package: str, device: str,
-                 core_ops: tuple[tuple[str, str], ...]) -> ScaffoldContext:
-    """The context for ``profile`` rendered as ``package`` / ``device`` (both validated). A
-    renamed package gets its own environment prefix (its name upper-cased)."""
+                 conf: TemplateConf) -> ScaffoldContext:
+    """The context for ``profile`` rendered as ``package`` / ``device`` (both validated) from
+    the template tree ``conf`` describes. A renamed package gets its own environment prefix (its
+    name upper-cased)."""
     prefix = profile.env_prefix if package == profile.package else package.upper()
     return ScaffoldContext(
         vendor=profile.vendor, description=profile.description, package=package, device=device,
         env_prefix=prefix, sdk=profile.sdk, backend=profile.backend, compiler=profile.compiler,
         runtime=profile.runtime, vendor_kernels=profile.vendor_kernels, amp=profile.amp,
-        routing=profile.routing, route_backends=ROUTE_BACKENDS, core_ops=core_ops)
+        routing=profile.routing, route_backends=conf.route_backends,
+        core_ops=conf.core_ops)

@@ -24,14 +24,12 @@ from basekit.errors import InputError
 
 from . import validate as v
 from .collectives_api import Collectives, parse_collectives
+from .templateconf import load_template_conf, template_root
 from .runtime_api import Call, Declarations, parse_calls, parse_declarations
 
-ROUTE_BACKENDS = ("flaggems", "vendor", "cpu")
 AMP_DTYPES = ("float16", "bfloat16")
-VENDOR_KEYS = ("CPU", "CUDA")  # dispatch keys "vendor" routes may present tensors as
 SIMULATOR_HEADER = "simrt/sim_runtime.h"
 MAX_PROFILE_BYTES = 4 * 1024 * 1024  # the shipped profiles are a few KB
-Backend = Literal["flaggems", "vendor", "cpu"]
 AmpDtype = Literal["float16", "bfloat16"]
 
 
@@ -188,7 +186,7 @@ class _ProfileFile:
     sdk: Sdk = conf(default_factory=Sdk)
     vendor_kernels: VendorKernels | None = None
     amp: _AmpFile = conf(default_factory=_AmpFile)
-    routing: Mapping[str, Backend] = conf(default_factory=dict)
+    routing: Mapping[str, str] = conf(default_factory=dict)  # op: one of the route backends
     collectives: Any = None  # collectives_api.parse_collectives
 
 
@@ -345,6 +343,10 @@ def _amp(doc: Document, a: _AmpFile) -> Amp:
 
 def _routing(doc: Document, r: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     _each(doc, ("routing",), list(r), v.op_name, by_key=True)
+    backends = load_template_conf(template_root()).route_backends
+    for op, backend in r.items():
+        if backend not in backends:
+            doc.fail(("routing", op), f"expected one of {', '.join(backends)}, got {backend!r}")
     return tuple(r.items())
 
 

@@ -3,8 +3,9 @@
 Every file of the tree ending in ``.j2`` is rendered with Jinja2 (``StrictUndefined``: a name
 the context lacks is an error, never an empty string); other files are copied. Path parts
 named ``__<var>__`` are replaced by validated context values (``__pkg__`` -> the package name).
-A template that renders to whitespace only is not written (a file the profile does not need,
-like the bundled simulator for a real device). The tree is rendered into a temporary directory
+The tree's ``template.yaml`` (:mod:`.templateconf`) names the files a profile gets only under a
+condition (the bundled simulator, the vendor-kernel boxing, the collectives); a template that
+renders to whitespace only is not written either. The tree is rendered into a temporary directory
 next to the target and swapped in (basekit.trees.replace_tree); an existing non-empty target is
 replaced only with ``force``, only when it is a previous scaffold output (it has the marker
 file), and only when the user changed nothing there unless ``discard_changes`` (:mod:`.userwork`:
@@ -28,6 +29,7 @@ from basekit.faults import FaultPoints
 from basekit.trees import recover_tree, replace_tree
 
 from .. import FAULT_ENV
+from .templateconf import load_template_conf
 from .userwork import (BASE, MARKER, SCHEMA, MarkerError, UserWork, carry_over, read_marker, sha256,
                        survey, tree_digest)
 
@@ -138,12 +140,14 @@ def _write_files(root: Path, files: Mapping[str, bytes]) -> None:
 
 def render_files(template_root: Path, context: Mapping[str, Any],
                  path_vars: Mapping[str, str]) -> dict[str, bytes]:
-    """{relative output path: content} for every file the tree produces."""
+    """{relative output path: content} for every file the tree produces: all but those its
+    template.yaml keeps for tdev or gives only to other profiles (:mod:`.templateconf`)."""
     env = make_environment(template_root)
+    conf = load_template_conf(template_root)
     out: dict[str, bytes] = {}
     for src in sorted(template_root.rglob("*")):
         rel = src.relative_to(template_root).as_posix()
-        if not src.is_file() or any(s in rel for s in SKIP):
+        if not src.is_file() or any(s in rel for s in SKIP) or not conf.wanted(rel, context):
             continue
         dest = _output_path(rel, path_vars)
         if rel.endswith(".j2"):

@@ -8,9 +8,7 @@ vendor-specific except what the profile supplies.
 """
 from __future__ import annotations
 
-import importlib
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -20,24 +18,13 @@ from tdev import __version__
 
 from . import validate
 from .context import ScaffoldContext, make_context
+from .templateconf import TEMPLATES_ENV, load_template_conf, template_root  # noqa: F401 (re-exported)
 from .profiles import VendorProfile, load_profile
 from .render import RenderResult, render_files, render_tree
 from .userwork import canonical_json, sha256
 
 MAX_PACKAGE_CHARS = 64  # a directory, a C++ namespace and an environment-variable prefix
 
-
-# The operators csrc/aten/Ops.cpp implements for the device (op, C++ kernel); not routable.
-CORE_OPS = (
-    ("empty.memory_format", "empty_memory_format"), ("empty_strided", "empty_strided"),
-    ("as_strided", "as_strided"), ("view", "view"), ("_reshape_alias", "reshape_alias"),
-    ("resize_", "resize_"), ("copy_", "copy_kernel"), ("_copy_from", "copy_from_kernel"),
-    ("_copy_from_and_resize", "copy_from_and_resize"),
-    ("_local_scalar_dense", "local_scalar_dense_kernel"), ("set_", "set_empty"),
-    ("set_.source_Storage", "set_source_storage"),
-    ("set_.source_Storage_storage_offset", "set_storage"),
-    ("set_.source_Tensor", "set_source_tensor"), ("native_dropout", "native_dropout"),
-)
 
 
 class ScaffoldError(InputError):
@@ -60,22 +47,6 @@ class ScaffoldResult:
         return {"out": str(self.out), "vendor": self.vendor, "profile": str(self.profile),
                 "package": self.package, "device": self.device, "files": self.files,
                 "replaced": self.replaced, "discarded": self.discarded, "kept": self.kept}
-
-
-TEMPLATES_ENV = "TDEV_TEMPLATES"  # a copy of templates/ (its backend/ tree renders the package)
-
-
-def template_root() -> Path:
-    """The backend template tree: ``$TDEV_TEMPLATES/backend`` when that variable is set (a
-    vendor's or a test's copy of ``templates/``), else the one shipped with tdev."""
-    override = os.environ.get(TEMPLATES_ENV)
-    if override:
-        root = Path(override).expanduser() / "backend"
-        if not root.is_dir():
-            raise ScaffoldError(f"{root}: no template tree (${TEMPLATES_ENV} must name a copy of "
-                                "templates/, holding backend/)")
-        return root.resolve()
-    return Path(importlib.import_module("tdev.templates").__file__).resolve().parent / "backend"
 
 
 @dataclass(frozen=True)
@@ -147,6 +118,6 @@ def profile_record(vendor: str, profile: VendorProfile) -> dict:
 
 
 def build_context(profile: VendorProfile, package: str, device: str) -> ScaffoldContext:
-    """The value every template sees (:mod:`.context`). All values are validated
-    (profiles.py, validate.py)."""
-    return make_context(profile, package, device, CORE_OPS)
+    """The value every template sees (:mod:`.context`), with what the template tree says of
+    itself (:mod:`.templateconf`). All values are validated (profiles.py, validate.py)."""
+    return make_context(profile, package, device, load_template_conf(template_root()))

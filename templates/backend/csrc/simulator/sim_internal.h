@@ -1,4 +1,3 @@
-{% if sdk.simulator %}
 // simrt internals shared by the simulator's units (not part of its API).
 #pragma once
 
@@ -83,4 +82,3 @@ simStream_st* resolve(simStream_t stream);
 void sync_device(Device* d);
 
 }  // namespace simrt
-{% endif %}

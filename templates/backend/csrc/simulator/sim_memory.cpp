@@ -1,4 +1,3 @@
-{% if sdk.simulator %}
 // simrt devices and memory: each device's memory is a memfd mapped twice (a PROT_NONE view whose
 // addresses are the device pointers, a read-write view only the simulator touches), carved by
 // a first-fit allocator; copies check that each end is the memory its kind says.
@@ -269,4 +268,3 @@ simError_t simHostAlias(const void* devPtr, void** hostPtr) {
 }
 
 }  // extern "C"
-{% endif %}

@@ -1,4 +1,3 @@
-{% if sdk.simulator %}
 // simrt streams and events: each stream is a worker thread running its queue in order; events
 // carry versions (a record queues "version N reached", a wait queues "block until N") and the
 // time they were reached.
@@ -220,4 +219,3 @@ const char* simGetErrorString(simError_t error) {
 }
 
 }  // extern "C"
-{% endif %}

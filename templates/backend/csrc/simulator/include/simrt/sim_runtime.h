@@ -1,4 +1,3 @@
-{% if sdk.simulator %}
 // simrt: a simulated accelerator in host memory, bundled with the package so that it
 // builds and its tests run without hardware. Its API is what templates/vendors/sim.yaml
 // declares, including Ascend-like quirks: copies take the destination size, stream and event
@@ -74,4 +73,3 @@ simError_t simHostAlias(const void* devPtr, void** hostPtr);
 #ifdef __cplusplus
 }
 #endif
-{% endif %}
