@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -132,6 +133,8 @@ def yaml_errors(where: str) -> Iterator[None]:
         raise
     except yaml.YAMLError as e:
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        # what the parser quotes (a tag, an alias) is the file's text: not shown
+        problem = re.sub(r" ?'[^']*'", "", problem)
         raise BadInput(yaml_where(where, e), f"invalid YAML ({problem})") from None
     except RecursionError:
         raise BadInput(where, "YAML nested too deeply") from None

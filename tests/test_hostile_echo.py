@@ -100,3 +100,13 @@ def test_real_document_still_names_its_unknown_key(tmp_path, capsys):
     f.write_text("walk:\n  skip_dirs: [a]\n  extra: 1\n")
     assert main(["scan", str(tmp_path), "--rules", str(f)]) == 2
     assert f"{f}:3: walk.extra: unknown key (known: " in one_line(capsys)
+
+
+@pytest.mark.parametrize("text", ["x: !secrettag 1\n", "x: *secretalias\n", "x: !!secrettag 1\n"])
+def test_yaml_error_does_not_quote_the_file(text, tmp_path):
+    """What the YAML parser quotes of the file (a tag, an alias) is left out of the message."""
+    f = tmp_path / "r.yaml"
+    f.write_text(text)
+    with pytest.raises(InputError) as e:
+        load_rules(f)
+    assert str(e.value).startswith(f"{f}:1: invalid YAML (") and "secret" not in str(e.value)
