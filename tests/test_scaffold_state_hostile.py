@@ -72,7 +72,9 @@ def test_a_bad_path_in_the_marker_is_one_line_for_every_command(made, tmp_path, 
 
 @pytest.mark.parametrize("key,value", [("sha256", {"/etc/passwd": "0" * 64}), ("conflicts", 5),
                                        ("conflicts", ["/etc/passwd"]), ("conflicts", [None]),
-                                       ("files", "csrc"), ("files", ["x"] * 3)])
+                                       ("files", "csrc"), ("files", ["x"] * 3), ("schema", 99),
+                                       ("schema", 0), ("schema", "2"), ("schema", True),
+                                       ("schema", 2**70)])
 def test_other_bad_marker_fields_are_one_line(made, tmp_path, key, value):
     pkg = with_marker(copy_of(made, tmp_path), lambda d: d.__setitem__(key, value))
     before = tree_hash(pkg)

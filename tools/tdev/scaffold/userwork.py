@@ -115,6 +115,10 @@ def read_marker(out: Path) -> Marker:
         raise MarkerError(str(e)) from None
     if not isinstance(info, dict):
         raise MarkerError(path, f"not a marker tdev wrote (a JSON {type(info).__name__}, not an object)")
+    schema = info.get("schema", 1)  # markers before schema 2 wrote none
+    if type(schema) is not int or not 1 <= schema <= SCHEMA:
+        raise MarkerError(path, f"not a marker this tdev reads (schema {str(schema)[:20]!r}; "
+                                f"known: 1 to {SCHEMA})")
     files = _paths(path, "files", info.get("files"))
     if len(set(files)) != len(files):
         raise MarkerError(path, "not a marker tdev wrote (files: a path is listed twice)")
