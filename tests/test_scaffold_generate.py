@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import fnmatch
 import re
 from pathlib import Path
 
@@ -188,3 +189,25 @@ def test_backends_conf_comes_from_the_profile(generated):
     lines = [line for line in conf.splitlines() if line and not line.startswith("#")]
     assert lines == [f"{op} = {b}" for op, b in load_profile("cuda").routing]
     assert "TORCH_NVGPU_OP_add__Tensor=cpu" in conf
+
+
+def _layout_paths(readme: str) -> list[str]:
+    """The paths the first column of the README's layout table names."""
+    section = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    return [p for row in rows for p in re.findall(r"`([^`]+)`", row.split(" | ")[0])]
+
+
+def _names(path: str, pattern: str) -> bool:
+    parts, want = path.split("/"), pattern.split("/")
+    return len(parts) == len(want) and all(fnmatch.fnmatchcase(a, b) for a, b in zip(parts, want))
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_the_readme_layout_table_names_every_file_of_the_package(generated, vendor):
+    """The generated README's layout table cannot drift: every file the package gets is named by
+    a row, and every path a row names is a file the package has."""
+    r = generated[vendor]
+    paths = _layout_paths((r.out / "README.md").read_text())
+    assert [f for f in r.files if not any(_names(f, p) for p in paths)] == []
+    assert [p for p in paths if not any(_names(f, p) for f in r.files)] == []
