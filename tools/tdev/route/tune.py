@@ -29,9 +29,6 @@ from basekit.fs import write_atomic
 from .cases import Case, aten_overload, make_args
 from .timing import DeviceClock, Timing
 
-BACKENDS = ("vendor", "flaggems", "cpu")
-
-
 class TuneError(InputError):
     """Cannot tune: the package cannot be imported, has no device, or the input is unusable."""
 
@@ -128,10 +125,11 @@ def tune(package: str, cases: list[Case], backends: tuple[str, ...] = ("vendor",
          repeat: int = 15, warmup: int = 3, timer: str = "auto", batch_ms: float = 2.0,
          rounds: int = 3, progress: Callable[[Measurement], None] | None = None) -> TuneResult:
     pkg = load_package(package)
-    unknown = [b for b in backends if b not in BACKENDS]
+    known = pkg.routing.BACKENDS  # where the package can route an operator
+    unknown = [b for b in backends if b not in known]
     if unknown or not backends:
         raise TuneError(f"unknown backend(s) {', '.join(unknown) or '(none)'} "
-                        f"(use {', '.join(BACKENDS)})")
+                        f"(use {', '.join(known)})")
     device = torch.device(pkg.DEVICE, pkg.device.current_device())
     for case in cases:
         aten_overload(case.op)  # unknown operators fail before anything is measured

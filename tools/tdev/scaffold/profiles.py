@@ -25,7 +25,7 @@ from basekit.errors import InputError
 from . import validate as v
 from .collectives_api import Collectives, parse_collectives
 from .templateconf import load_template_conf, template_root
-from .runtime_api import Call, Declarations, parse_calls, parse_declarations
+from .runtime_api import QUERY_OPERATIONS, Call, Declarations, parse_calls, parse_declarations
 
 AMP_DTYPES = ("float16", "bfloat16")
 SIMULATOR_HEADER = "simrt/sim_runtime.h"
@@ -290,7 +290,7 @@ def _runtime(doc: Document, r: _RuntimeFile) -> Runtime:
             doc.fail(("runtime", "copy_kinds", k), f"{c} is not declared in runtime.declarations")
     calls, init = parse_calls(r.calls, ("runtime", "calls"), decls, r.status.type, r.status.success,
                               doc.fail)
-    for q in ("stream_query", "event_query"):
+    for q in QUERY_OPERATIONS:
         if calls[q].complete is None and r.status.not_ready is None:
             doc.fail(("runtime", "calls", q), "a query without out_status tells 'not ready' by "
                      "its return value: set runtime.status.not_ready")

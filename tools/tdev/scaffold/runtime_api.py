@@ -52,7 +52,7 @@ OPTIONAL_OPERATIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "host_alias": (frozenset({"ptr", "out_ptr"}), frozenset()),  # host view of device memory
 }
 INIT_OPERATION = (frozenset(), frozenset())  # `init`: a list of calls made once, in order
-QUERY_OPERATIONS = ("stream_query", "event_query")
+QUERY_OPERATIONS = ("stream_query", "event_query")  # "not ready" by out_status or return value
 # error_string returns text; every other call returns the runtime's status type
 TEXT_RETURN = "const char*"
 
