@@ -1,15 +1,14 @@
 """Globs over posix relative paths, shared by the layout mapping and the build's target sets:
 '**/' any number of leading directories, '**' anything, '*' and '?' within one path component.
 
-Matching never backtracks: a pattern with at most one wildcard that can repeat (``*``, ``**``,
-``**/``) runs as a compiled regex (one repeat cannot backtrack more than linearly); any other runs
-on a lazily built DFA over sets of pattern positions, one cached step per path character, so that
-``**/a/**/a/**/...`` on a deep path costs length x pattern size at most, not exponential time.
-Both give the answers of the regex translation in :func:`glob_regex` (tests compare them).
+Matching never backtracks: a pattern runs on a lazily built DFA over sets of pattern positions,
+one cached step per path character, so that ``**/a/**/a/**/...`` on a deep path costs length x
+pattern size at most, not exponential time. The answers are those of the regex translation
+(``**/`` as ``(?:.*/)?``, ``**`` as ``.*``, ``*`` as ``[^/]*``, ``?`` as ``[^/]``, anchored at
+both ends; tests compare them).
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -35,16 +34,6 @@ def _tokens(pattern: str) -> tuple[tuple[int, str], ...]:
             out.append((_LIT, pattern[i]))
             i += 1
     return tuple(out)
-
-
-_REGEX = {_ONE: "[^/]", _STAR: "[^/]*", _ANY: ".*", _DIRS: "(?:.*/)?"}
-
-
-@lru_cache(maxsize=None)
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """The pattern as a regex (anchored with ``match``); a backtracking matcher, used directly only
-    for patterns with at most one repeating wildcard."""
-    return re.compile("".join(re.escape(t) if k == _LIT else _REGEX[k] for k, t in _tokens(pattern)) + r"\Z")
 
 
 @dataclass(eq=False)
@@ -117,9 +106,6 @@ def _literal_ends(toks: tuple[tuple[int, str], ...]) -> tuple[str, str]:
 @lru_cache(maxsize=None)
 def _matcher(pattern: str):
     toks = _tokens(pattern)
-    if sum(k in _REPEATS for k, _ in toks) <= 1:
-        rx = glob_regex(pattern)
-        return lambda path: rx.match(path) is not None
     dfa, (head, tail) = _Dfa(toks), _literal_ends(toks)
     return lambda path: path.startswith(head) and path.endswith(tail) and dfa.match(path)
 

@@ -275,9 +275,3 @@ def _parents(path: str):
     parts = path.split("/")
     for i in range(1, len(parts)):
         yield "/".join(parts[:i])
-
-
-def tree_size(plan: ExtractionPlan) -> int:
-    return sum(m.size for m in plan.moves) + sum(c.size for c in plan.copies) + sum(
-        len(t.encode("utf-8", "surrogateescape")) for t in plan.generated_files().values())
-

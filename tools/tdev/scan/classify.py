@@ -64,14 +64,8 @@ def _matcher(rules: NameRules) -> _NameMatcher:
     return m
 
 
-def name_evidence(path: str, rules: NameRules) -> list[Evidence]:
-    """Evidence from the path alone (directory names, file name, suffix)."""
-    dirpart, name = posixpath.split(path)
-    return dir_evidence(dirpart, rules) + file_name_evidence(name, rules)
-
-
 def dir_evidence(dirpart: str, rules: NameRules) -> list[Evidence]:
-    """The directory part of name_evidence, for a directory relative to the root ("" for it)."""
+    """Evidence from a directory's names, for a directory relative to the root ("" for it)."""
     hits = [d for d in dirpart.split("/") if d in rules.dirs] if dirpart else []
     return [Evidence("dir-name", f"directory {hits[-1]!r} in {dirpart}")] if hits else []
 
@@ -86,7 +80,7 @@ def file_name_evidence_possible(rules: NameRules):
 
 
 def file_name_evidence(name: str, rules: NameRules) -> list[Evidence]:
-    """The file-name part of name_evidence, for a base name."""
+    """Evidence from a base name (file-name patterns, suffix)."""
     out: list[Evidence] = []
     m = _matcher(rules)
     if (m.any_pattern is None or m.any_pattern(name)) and not (m.generic and m.generic(name)):
