@@ -106,6 +106,10 @@ def _case(draw):
 @example(_series_case(["b\n", "a\n", "b\na"], [-1, -1]))
 @example(_series_case(["c", "a\nc\n", "a\na\nc"], [-1, -1]))
 def test_apply_status_reapply_unapply_keep_their_promises(case):
+    _keeps_its_promises(case)
+
+
+def _keeps_its_promises(case):
     upstream, patches, last = case
     # a series that changes nothing in the end: applied and not applied look the same
     assume(patches and last != upstream)
@@ -133,3 +137,43 @@ def test_apply_status_reapply_unapply_keep_their_promises(case):
         removed = ops.unapply(series, tree)
         assert removed.ok, removed.message
         assert tree_hash(tree) == before
+
+
+def _one_patch(case):
+    """The same changes as one patch file holding a diff of the file per version, one after the
+    other (``git format-patch`` of two commits concatenated)."""
+    upstream, patches, last = case
+    if len(patches) < 2:
+        return case
+    body = "".join(text.split("\n\n", 1)[1] for _, text in patches)  # each without its header
+    return upstream, [("0001-p.patch", render_meta("p", "test", "not-needed", "") + body)], last
+
+
+@property_settings(ROUNDS["engine"])
+@given(_case().map(_one_patch))
+# two diffs of one file whose hunks touch: the second's context holds the first's added line
+@example(_one_patch(_series_case(["".join(f"line {i}\n" for i in range(1, 41)),
+                                  "".join(f"line {i}{' B' * (i == 5)}\n" for i in range(1, 41)),
+                                  "".join(f"line {i}{' B' * (i == 5)}{' C' * (i == 6)}\n"
+                                          for i in range(1, 41))], [-1, -1])))
+def test_one_patch_changing_a_file_twice_keeps_the_promises(case):
+    """A patch file with two diffs of the same file: apply, status, reapply and unapply as for
+    two patches (taking it out reverses the second diff first)."""
+    _keeps_its_promises(case)
+
+
+@st.composite
+def _case_u0(draw):
+    before = draw(TEXT)
+    return _series_case([_text(*before), _text(*draw(_version(before)))], [0])
+
+
+@property_settings(ROUNDS["engine"])
+@given(_case_u0())
+# a deleted line that repeats next to itself: the patch and its reverse both fit after apply
+@example(_series_case(["x\na\na\ny\n", "x\na\ny\n"], [0]))
+def test_zero_context_diffs_keep_the_promises(case):
+    """Diffs without context lines (``-U0``): where the texts cannot tell whether a patch is in
+    (its deleted lines repeat, its added lines fit anywhere), tdev's record of what it applied
+    decides, so that status and unapply agree with apply."""
+    _keeps_its_promises(case)

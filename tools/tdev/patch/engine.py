@@ -227,22 +227,38 @@ def classify(files: tuple[FilePatch, ...], read: Reader, fuzz: int = 0,
     repeat the lines around them: ``a`` -> ``a a``), the texts cannot tell; ``in_tree`` (what
     the caller knows, e.g. tdev's record of what it applied) decides: True reads the patch as
     in, False as not in, None as the direction's own ("applies")."""
-    fwd_files = tuple(files) if direction == "forward" else tuple(f.reversed() for f in files)
-    rev_files = tuple(files) if direction == "reverse" else tuple(f.reversed() for f in files)
-    fwd = attempt(fwd_files, read, fuzz)
+    fwd_files = tuple(files) if direction == "forward" else backwards(files)
+    rev_files = tuple(files) if direction == "reverse" else backwards(files)
+    fwd = _attempt(fwd_files, read, fuzz, direction == "reverse")
     blind = fwd.exact and any(_anchorless(h) for fp in fwd_files if not fp.is_new for h in fp.hunks)
     if fwd.exact and not blind:
         if in_tree is None or in_tree == (direction == "reverse"):
             return "applies", fwd
-        rev = attempt(rev_files, read, 0)
+        rev = _attempt(rev_files, read, 0, direction == "forward")
         return ("applied", rev) if rev.exact else ("applies", fwd)
-    rev = attempt(rev_files, read, 0)
+    rev = _attempt(rev_files, read, 0, direction == "forward")
+    if rev.exact and blind and in_tree is not None:  # both fit exactly: the caller knows
+        return ("applies", fwd) if in_tree == (direction == "reverse") else ("applied", rev)
     if rev.ok and (rev.exact or not blind):
         return "applied", rev
     if fwd.ok:
         fwd.blind = any(_anchorless(h) for fp in fwd_files if not fp.is_new for h in fp.hunks)
         return "applies", fwd
     return "conflict", fwd
+
+
+def backwards(files: tuple[FilePatch, ...] | list[FilePatch]) -> tuple[FilePatch, ...]:
+    """The file patches that undo ``files``: each reversed, the last first (a patch may change
+    one file twice, the second diff made on the first's result)."""
+    return tuple(f.reversed() for f in reversed(files))
+
+
+def _attempt(files: tuple[FilePatch, ...], read: Reader, fuzz: int, backward: bool) -> Attempt:
+    """``attempt``; the results of a backward one listed in the patch's own file order."""
+    result = attempt(files, read, fuzz)
+    if backward:
+        result.files.reverse()
+    return result
 
 
 def _anchorless(hunk: Hunk) -> bool:

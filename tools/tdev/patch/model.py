@@ -147,7 +147,7 @@ class Patch:
 
     def effective_files(self) -> tuple[FilePatch, ...]:
         """The file patches in the direction the series applies them."""
-        return tuple(f.reversed() for f in self.files) if self.reverse else self.files
+        return tuple(f.reversed() for f in reversed(self.files)) if self.reverse else self.files
 
 
 @dataclass(frozen=True)
