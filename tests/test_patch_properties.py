@@ -170,7 +170,10 @@ def _case_u0(draw):
 
 @property_settings(ROUNDS["engine"])
 @given(_case_u0())
-# a deleted line that repeats next to itself: the patch and its reverse both fit after apply
+# a deleted line that repeats next to itself (git's -U0 takes the first of the two): the patch
+# and its reverse both fit after apply
+@example(("x\na\na\ny\n", [("0001-p.patch", render_meta("p", "test", "not-needed", "") +
+                                "--- a/f.txt\n+++ b/f.txt\n@@ -2 +1,0 @@\n-a\n")], "x\na\ny\n"))
 @example(_series_case(["x\na\na\ny\n", "x\na\ny\n"], [0]))
 def test_zero_context_diffs_keep_the_promises(case):
     """Diffs without context lines (``-U0``): where the texts cannot tell whether a patch is in
