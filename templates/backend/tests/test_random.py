@@ -123,3 +123,33 @@ def test_huge_offsets_are_refused_in_one_line_not_replayed():
     for line, offset in zip(lines, [2**62, 2**62, 2**64 - 1, 2**64 - 1, 10**12, 10**12]):
         assert line.startswith(f"{DEVICE}: generator offset {offset} is out of range (at most "), line
 
+
+
+@pytest.mark.parametrize("offset", [2**64 + 5, 2**64, -1, -(2**64) + 3])
+def test_an_offset_outside_64_bits_is_refused_not_wrapped(offset):
+    """An offset is a count below 2**64: a larger or negative one is refused in one line naming
+    it (taken modulo 2**64 it would silently resume the sequence somewhere else)."""
+    dev.manual_seed(21)
+    torch.rand(3, device=DEVICE)
+    before = dev.get_offset()
+    with pytest.raises(RuntimeError) as e:
+        dev.set_offset(offset)
+    assert str(e.value).startswith(f"{DEVICE}: generator offset {offset} is out of range"), e.value
+    assert dev.get_offset() == before
+
+
+@pytest.mark.parametrize("size", [1, 3, 15, 16, 33])
+def test_normal_draws_replay_by_offset(size):
+    """Like torch.cuda's Philox offset, the offset alone says where the sequence stands: after
+    set_offset(k), randn gives the same values each time, whatever was drawn before (no normal
+    sample is carried from one call to the next outside the offset)."""
+    dev.manual_seed(5)
+    offsets, values = [], []
+    for _ in range(4):
+        offsets.append(dev.get_offset())
+        values.append(torch.randn(size, device=DEVICE).cpu())
+    for offset, expected in reversed(list(zip(offsets, values))):
+        for _ in range(2):
+            dev.manual_seed(5)
+            dev.set_offset(offset)
+            assert torch.equal(torch.randn(size, device=DEVICE).cpu(), expected), (size, offset)

@@ -202,8 +202,16 @@ PyObject* get_offset(PyObject*, PyObject* arg) {
 
 PyObject* set_offset(PyObject*, PyObject* args) {
   int device = 0;
-  unsigned long long offset = 0;
-  if (!PyArg_ParseTuple(args, "iK", &device, &offset)) return nullptr;
+  PyObject* value = nullptr;
+  if (!PyArg_ParseTuple(args, "iO!", &device, &PyLong_Type, &value)) return nullptr;
+  // a count below 2**64: a negative or larger int is refused, never taken modulo 2**64
+  const unsigned long long offset = PyLong_AsUnsignedLongLong(value);
+  if (offset == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+    PyErr_Clear();
+    PyErr_Format(PyExc_RuntimeError, "%s: generator offset %S is out of range (a count of "
+                 "numbers drawn: 0 to 2**64-1)", BACKEND_DEVICE, value);
+    return nullptr;
+  }
   return guarded([&] {
     api::set_offset(device, offset);
     Py_RETURN_NONE;

@@ -48,8 +48,10 @@ class GeneratorImpl final : public c10::GeneratorImpl {
   }
   // The offset: how many 32-bit numbers the engine has drawn since it was seeded (the role of
   // torch.cuda's Philox offset): after manual_seed(s), set_offset(o) resumes the sequence where
-  // get_offset() returned o. set_offset drops a cached normal sample (Box-Muller's second).
-  // Both replay the seed's sequence, so offsets are bounded: at most kMaxOffset.
+  // get_offset() returned o. The offset is the whole position: no normal sample (Box-Muller's
+  // second) is carried from one operator to the next (cpu_for_next_op), so randn replays by
+  // offset as rand does. Both replay the seed's sequence, so offsets are bounded: at most
+  // kMaxOffset.
   void set_offset(uint64_t offset) override {
     TORCH_CHECK(offset <= kMaxOffset, BACKEND_DEVICE ": generator offset ", offset,
                 " is out of range (at most ", kMaxOffset, ": the offset is replayed from the seed)");
@@ -72,7 +74,14 @@ class GeneratorImpl final : public c10::GeneratorImpl {
     std::lock_guard<std::mutex> lock(inner()->mutex_);
     return inner()->get_state();
   }
-  const at::Generator& cpu() const { return cpu_; }
+  // The CPU generator the next random operator draws from, without a normal sample cached
+  // by an earlier operator (as torch.cuda's Philox: the offset says where the sequence is).
+  const at::Generator& cpu_for_next_op() const {
+    std::lock_guard<std::mutex> lock(inner()->mutex_);
+    cpu_impl()->set_next_float_normal_sample(std::nullopt);
+    cpu_impl()->set_next_double_normal_sample(std::nullopt);
+    return cpu_;
+  }
 
  private:
   GeneratorImpl* clone_impl() const override {
@@ -127,7 +136,7 @@ bool is_device_generator(const at::Generator& generator) {
 }
 
 at::Generator cpu_generator(const at::Generator& device_generator) {
-  return at::check_generator<GeneratorImpl>(device_generator)->cpu();
+  return at::check_generator<GeneratorImpl>(device_generator)->cpu_for_next_op();
 }
 
 void resize_storage(const c10::Storage& storage, std::size_t new_nbytes) {
