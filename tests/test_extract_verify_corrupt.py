@@ -162,3 +162,65 @@ def test_a_missing_or_unreadable_manifest_is_bad_input(capsys, copy):
     shutil.rmtree(copy)
     code, text = verify(capsys, copy)
     assert code == 2 and MANIFEST in text
+
+
+NAME_CHARS = "abcxyzABC019-_./"
+
+
+def _edits(value: str, rng: random.Random) -> list[str]:
+    """A few edits of a string field: a character replaced, one added, the end cut."""
+    at = rng.randrange(len(value))
+    other = rng.choice([c for c in NAME_CHARS if c != value[at]])
+    return [value[:at] + other + value[at + 1:], value + rng.choice(NAME_CHARS), value[:-1]]
+
+
+def test_an_edited_source_rule_name_reason_or_lines_is_never_clean(capsys, copy):
+    """The fields no file digest covers are checked against each other, the report, the patch
+    files and the shipped layout: any edit of a source, a layout rule, a region's reason or
+    lines, or a supplement's reason fails verification."""
+    raw = (copy / MANIFEST).read_bytes()
+    entries = json.loads(raw)["files"]
+    rng = random.Random(26)
+    tried = 0
+    for role in ("moved", "supplement", "region", "patch"):
+        picked = [i for i, e in enumerate(entries) if e["role"] == role]
+        assert picked, role  # the tree has every kind of entry
+        for i in rng.sample(picked, min(3, len(picked))):
+            for key in ("source", "layout_rule", "reason"):
+                value = entries[i].get(key)
+                if not value or (key == "reason" and role not in ("region", "supplement")):
+                    continue
+                for edited in _edits(value, rng):
+                    doc = json.loads(raw)
+                    doc["files"][i][key] = edited
+                    (copy / MANIFEST).write_text(json.dumps(doc))
+                    code, text = verify(capsys, copy)
+                    assert code == 2 and MANIFEST in text, (role, key, value, edited, text)
+                    tried += 1
+            if role == "region":
+                doc = json.loads(raw)
+                doc["files"][i]["lines"] = [n + 1 for n in doc["files"][i]["lines"]]
+                (copy / MANIFEST).write_text(json.dumps(doc))
+                assert verify(capsys, copy)[0] == 2
+    assert tried > 20
+
+
+def test_a_scan_rule_that_is_no_name_is_never_clean(capsys, copy):
+    raw = (copy / MANIFEST).read_bytes()
+    i = next(i for i, e in enumerate(json.loads(raw)["files"]) if e.get("scan_rules"))
+    for rules in (["dir name"], ["../x"], [""], ["a" * 100], ["dir-name", "dir-name"], ["x\x00"]):
+        doc = json.loads(raw)
+        doc["files"][i]["scan_rules"] = rules
+        (copy / MANIFEST).write_text(json.dumps(doc))
+        code, text = verify(capsys, copy)
+        assert code == 2 and "scan_rules" in text, (rules, text)
+
+
+def test_counts_that_disagree_are_never_clean(capsys, copy):
+    raw = (copy / MANIFEST).read_bytes()
+    doc = json.loads(raw)
+    rule = next(iter(doc["counts"]["per_layout_rule"]))
+    doc["counts"]["per_layout_rule"][rule] += 1
+    (copy / MANIFEST).write_text(json.dumps(doc))
+    code, text = verify(capsys, copy)
+    assert code == 2 and "per_layout_rule" in text, text

@@ -181,13 +181,15 @@ def _hash_regular(path: Path) -> tuple[str, int] | str | None:
 
 def verify(out: str | Path) -> VerifyResult:
     """Re-hash every file the manifest lists; report missing, changed and unexpected files.
-    ManifestError (bad input) for a manifest tdev did not write or a listed path that escapes."""
+    ManifestError (bad input) for a manifest tdev did not write, a listed path that escapes, or
+    fields that disagree with each other or with the files (:mod:`.manifest_check`)."""
     out = Path(out)
     m = load_manifest(out)
     if not m.entries:  # nothing to check is not a pass: every extraction lists its report
         raise ManifestError(out / MANIFEST_NAME, f"lists no files (tdev extract always lists at least "
                                                  f"{REPORT_NAME}); not a manifest tdev wrote")
     res = VerifyResult(str(out), torch=m.torch, raw=m.raw)
+    intact: set[str] = set()
     for e in m.entries:
         try:
             p = safe_join(out, e.path)
@@ -203,6 +205,11 @@ def verify(out: str | Path) -> VerifyResult:
             res.checked += 1
             if got != (e.sha256, e.size):
                 res.changed.append(e.path)
+            else:
+                intact.add(e.path)
+    from .manifest_check import check  # the fields no digest covers
+
+    check(m, out, str(out / MANIFEST_NAME), intact)
     listed = {e.path for e in m.entries}
     listed_dirs = {d for p in listed for d in _parents(p)}
     files, dirs = walk(out)
