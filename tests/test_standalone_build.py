@@ -14,7 +14,7 @@ import pytest
 from tdev.standalone.estimate import DEFAULT_SECONDS, ccache_hits, make_plan, parse_ninja_log, record_unit_times
 from tdev.standalone.inputs import resolve_inputs, standalone_settings
 from tdev.standalone.stage import changed, stage_sources
-from tdev.standalone.driver import sources_cmake
+from tdev.standalone.from_source import sources_cmake
 from tdev.standalone.targets import glob_match, load_target_sets
 from tdev.extract.manifest import ManifestError, load_manifest
 from wrapped_cmake.builddir import claim

@@ -9,8 +9,9 @@ nothing from tdev). Modules:
   PyTorch tree, the overlay, the patch series, the target sets);
 * :mod:`.stage`: the staged sources of both stages, with the patches applied;
 * :mod:`.targets`: the target sets of the overlay's ``targets.yaml``;
-* :mod:`.driver`: the build: stage 1 and stage 2 as wrapped-cmake builds;
-* :mod:`.atenbuild`: stage 2 against an installed torch (the ATen sets);
+* :mod:`.driver`: the build, one stage-2 driver for both stage-1 modes (:mod:`.mode`):
+  :mod:`.from_source` (c10 built from the PyTorch tree) and :mod:`.from_torch` (the installed
+  torch; codegen for the ATen sets);
 * :mod:`.wheel`, :mod:`.torchmode`, :mod:`.cudalibs`: the installed torch as stage 1, its
   settings and CUDA libraries; :mod:`.codegen` (torchgen), :mod:`.opunits` (the op list's units),
   :mod:`.cudac` (the real ``_CUDAC``);
