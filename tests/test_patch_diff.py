@@ -203,15 +203,12 @@ def test_written_diffs_apply_and_reverse_exactly(a, b, a_eol, b_eol):
 @given(st.lists(st.tuples(st.lists(_line, max_size=12), st.lists(_line, max_size=12),
                           st.booleans()), min_size=1, max_size=3),
        st.sampled_from(["git", "plain", "signature", "stripped"]))
-def test_hunk_bodies_read_in_runs_equal_a_line_by_line_walk(files, style):
-    """parse_diff takes a hunk body as a whole run of ' +-' lines when its counts say so, and
-    walks it line by line otherwise: both give the same patch, for git-style patches, plain
-    diffs (the next file's ---/+++ lines run on from the body), format-patch signatures and
-    patches whose blank context lines lost their space (editors, mail)."""
-    import re
-    from tdev.patch import diff
-
-    text = ""
+def test_hunk_bodies_read_back_as_written(files, style):
+    """parse_diff reads every hunk body as written, for git-style patches, plain diffs (the next
+    file's ---/+++ lines run on from the body), format-patch signatures and patches whose blank
+    context lines lost their space (editors, mail): each file patch turns the old text into the
+    new one."""
+    text, texts = "", []
     for k, (a, b, eol) in enumerate(files):
         old = "\n".join(a) + ("\n" if a and eol else "")
         new = "\n".join(b) + ("\n" if b else "")
@@ -219,20 +216,17 @@ def test_hunk_bodies_read_in_runs_equal_a_line_by_line_walk(files, style):
         if fp is not None:
             section = format_file_patch(fp)
             text += section[section.index("--- "):] if style == "plain" else section
+            texts.append((old, new))
     if not text:
         return
     if style == "signature":
         text += "-- \n2.39.5\n"
     if style == "stripped":
         text = "\n".join(ln if ln != " " else "" for ln in text.split("\n"))
-    fast = parse_diff(text)
-    saved = diff._NOT_BODY
-    diff._NOT_BODY = re.compile(r"(?s).")  # every run is empty: every body is walked
-    try:
-        walked = parse_diff(text)
-    finally:
-        diff._NOT_BODY = saved
-    assert fast == walked
+    _, parsed = parse_diff(text)
+    assert len(parsed) == len(texts)
+    for fp, (old, new) in zip(parsed, texts):
+        assert apply_text(old or None if fp.is_new else old, fp) == (None if fp.is_delete else new)
 
 
 def test_diff_naur_created_and_deleted_files(tmp_path: Path):

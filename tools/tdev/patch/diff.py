@@ -113,11 +113,9 @@ def parse_diff(text: str, *, strip: int = 1, source: str = "<patch>") -> tuple[s
     start = next((i for i in range(len(lines)) if is_diff_start(lines, i)), len(lines))
     header = "\n".join(lines[:start]) + ("\n" if start else "")
     files: list[FilePatch] = []
-    # each line's first character (' ' for an empty line): a hunk body is a run of ' +-'
-    tags = "".join([ln[:1] or " " for ln in lines])
     i = start
     while i < len(lines):
-        fp, i = _parse_file(lines, tags, i, strip, source)
+        fp, i = _parse_file(lines, i, strip, source)
         if fp is not None:
             files.append(fp)
             if fp.hunks and i == len(lines) and not text.endswith("\n"):
@@ -128,7 +126,7 @@ def parse_diff(text: str, *, strip: int = 1, source: str = "<patch>") -> tuple[s
     return header, tuple(files)
 
 
-def _parse_file(lines: list[str], tags: str, i: int, strip: int,
+def _parse_file(lines: list[str], i: int, strip: int,
                 source: str) -> tuple[FilePatch | None, int]:
     """Parse one file's section starting at line i; skip lines that belong to no file."""
     git_paths: tuple[str, str] | None = None
@@ -191,7 +189,7 @@ def _parse_file(lines: list[str], tags: str, i: int, strip: int,
                                f"{new_path}) without a git 'rename from'/'rename to' header")
     hunks: list[Hunk] = []
     while i < len(lines) and lines[i].startswith("@@"):
-        hunk, i = _parse_hunk(lines, tags, i, source)
+        hunk, i = _parse_hunk(lines, i, source)
         hunks.append(hunk)
     if not hunks and (epoch is not None or not (created or deleted or renamed)):
         # git writes a file's section without hunks only for an empty file created or deleted
@@ -215,11 +213,10 @@ _EPOCH = re.compile(r"\t(19(69-12-31|70-01-01) \d\d:\d\d:\d\d(\.0+)? [+-]\d{4}|T
 
 
 _GIT_LINE = re.compile(r'diff --git ("(?:[^"\\]|\\.)*"|\S+) ("(?:[^"\\]|\\.)*"|\S+)$')
-_NOT_BODY = re.compile(r"[^ +\-]")
 _line = tuple.__new__  # Line(tag, text, False) without the named tuple's Python-level __new__
 
 
-def _parse_hunk(lines: list[str], tags: str, i: int, source: str) -> tuple[Hunk, int]:
+def _parse_hunk(lines: list[str], i: int, source: str) -> tuple[Hunk, int]:
     m = _HUNK.match(lines[i])
     if not m:
         raise PatchFormatError(f"{source}:{i + 1}: malformed hunk header {lines[i][:80]!r}")
@@ -230,18 +227,7 @@ def _parse_hunk(lines: list[str], tags: str, i: int, source: str) -> tuple[Hunk,
     old_len = int(m.group(2)) if m.group(2) is not None else 1
     new_len = int(m.group(4)) if m.group(4) is not None else 1
     header_line = i + 1
-    i += 1
-    run = _NOT_BODY.search(tags, i)
-    end = run.start() if run else len(tags)
-    head = tags[i:end]
-    context = head.count(" ")
-    if context + head.count("-") == old_len and context + head.count("+") == new_len:
-        # the common case: the body is the whole run of ' +-' lines (git-style patches, where
-        # the next hunk or file starts with '@@' or 'diff'); no Python step per line
-        body = [_line(Line, (raw[:1] or " ", raw[1:], False)) for raw in lines[i:end]]
-        i = end
-    else:  # markers inside, plain diffs, a body that is not as its header says
-        body, i = _walk_body(lines, i, old_len, new_len, header_line, m.group(0), source)
+    body, i = _walk_body(lines, i + 1, old_len, new_len, header_line, m.group(0), source)
     if i < len(lines) and lines[i].startswith("\\"):
         _mark_no_eol(body, source, i)
         i += 1

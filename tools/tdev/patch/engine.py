@@ -27,7 +27,6 @@ from typing import Callable, Literal
 
 from .diff import join_lines, split_lines
 from .model import FilePatch, FileResult, Hunk, HunkResult, Line, PatchState
-from .textfit import fit_by_search
 
 Reader = Callable[[str], "str | None"]  # path -> current text, None if the file is absent
 Direction = Literal["forward", "reverse"]
@@ -145,10 +144,6 @@ def apply_file(text: str | None, fp: FilePatch, fuzz: int = 0) -> tuple[FileResu
         return FileResult(path, False, reason="file already exists, the patch creates it"), None
     if not fp.is_new and text is None:
         return FileResult(path, False, reason="file missing"), None
-    if fuzz == 0 and text and not fp.is_delete:
-        fitted = fit_by_search(text, fp)  # the common case, without splitting the file
-        if fitted is not None:
-            return FileResult(path, True, tuple(fitted[0])), FileChange(fitted[1])
     lines, eol = split_lines(text or "")
     out: list[str] = []
     results: list[HunkResult] = []

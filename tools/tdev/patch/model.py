@@ -52,9 +52,6 @@ class Hunk:
     def old_lines(self) -> list[Line]:
         return [ln for ln in self.lines if ln.tag != "+"]
 
-    def new_lines(self) -> list[Line]:
-        return [ln for ln in self.lines if ln.tag != "-"]
-
     def anchored(self, fuzz: int = 0) -> tuple[bool, bool]:
         """Whether the hunk must fit at the start and at the end of the file. A diff gives a hunk
         fewer context lines at one end than at the other only where the file ends there, so such
