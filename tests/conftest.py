@@ -56,3 +56,19 @@ def other_pytorch_tree() -> Path:
 def rules():
     from tdev.scan.rules import load_rules
     return load_rules()
+
+
+# The fixtures that reach the real PyTorch trees or the stage-1 torch wheel (tests/support/stage1.py):
+# a test that uses one, directly or through another fixture, carries the ``realtree`` mark, so
+# that the fast lane (``-m "not realtree and not slow"``, docs/CONTRIBUTING.md) never reaches them.
+REALTREE_FIXTURES = frozenset({"pytorch_tree", "other_pytorch_tree", "debian_patch_series",
+                               "stage1", "stage1_py"})
+
+
+def pytest_collection_modifyitems(config, items):
+    unmarked = [item.nodeid for item in items
+                if REALTREE_FIXTURES & set(getattr(item, "fixturenames", ()))
+                and item.get_closest_marker("realtree") is None]
+    if unmarked:
+        raise pytest.UsageError("these tests reach the real PyTorch tree or the stage-1 wheel "
+                                "without the realtree mark:\n  " + "\n  ".join(unmarked))

@@ -30,6 +30,7 @@ def inputs(extraction, pytorch_tree):
     return opunits.read_inputs(extraction, pytorch_tree)
 
 
+@pytest.mark.realtree
 def test_table_equals_the_derivation_from_the_real_tree(inputs):
     table = opunits.load_op_table(TABLE)
     assert set(table.op_lists["ci"]) <= set(table.ops)
@@ -38,6 +39,7 @@ def test_table_equals_the_derivation_from_the_real_tree(inputs):
         assert opunits.derive(op, nf, cuda, cpu) == entry, op
 
 
+@pytest.mark.realtree
 def test_each_unit_holds_what_via_says(inputs, extraction):
     _, cuda, _ = inputs
     table = opunits.load_op_table(TABLE)
@@ -70,6 +72,7 @@ def test_unknown_op_is_bad_input():
         opunits.resolve_ops(" , ", table, "-D TORCH_CUDA_OPS")
 
 
+@pytest.mark.realtree
 def test_unknown_operator_in_native_functions(inputs):
     nf, cuda, cpu = inputs
     with pytest.raises(InputError, match="no operator 'frobnicate'"):

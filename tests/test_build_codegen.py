@@ -22,7 +22,10 @@ from tdev.standalone.codegen import (CONFIG, CodegenRequest, compare_with_packag
 from tdev.standalone.wheel import find_stage1_torch
 from tdev.extract.manifest import load_manifest
 
+from support.hang import HANG_SECONDS
 from support.standalone import extract_for_tests
+
+pytestmark = pytest.mark.realtree  # the real PyTorch tree or the stage-1 torch wheel
 
 OPS = ("add", "mul", "sum", "softmax", "layer_norm", "mm", "index_select", "copy_")
 IMPL = re.compile(r'm\.impl\("([^"]+)"')
@@ -130,7 +133,7 @@ def test_selective_unit_registers_and_defines_only_the_listed_ops(stage1, extrac
     assert sum(res.registrations.values()) < 50
 
 
-def test_selective_registration_unit_compiles_fast(stage1, extraction, tmp_path):
+def test_selective_registration_unit_compiles(stage1, extraction, tmp_path):
     """g++ -O3 against the wheel's headers (pre-C++11 ABI, per-operator headers, as torch_cuda)."""
     res = generate(CodegenRequest(stage1.python, extraction, tmp_path / "sel", ops=OPS))
     nvidia = sorted(glob.glob(str(stage1.torch_dir.parent / "nvidia" / "*" / "include")))
@@ -140,11 +143,9 @@ def test_selective_registration_unit_compiles_fast(stage1, extraction, tmp_path)
            "-I/usr/local/cuda/include", *(f"-I{d}" for d in nvidia),
            "-c", str(res.out_dir / "sources" / "RegisterCUDA.cpp"), "-o", str(tmp_path / "r.o")]
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    seconds = time.monotonic() - t0
-    print(f"selective RegisterCUDA.cpp: {seconds:.1f} s wall")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_SECONDS)
+    print(f"selective RegisterCUDA.cpp: {time.monotonic() - t0:.1f} s wall")  # reported, not judged
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert seconds < 120
     syms = subprocess.run(["nm", "-C", "--defined-only", str(tmp_path / "r.o")], capture_output=True,
                           text=True, check=True).stdout
     assert "at::cuda::mm(" in syms and "at::cuda::softmax" not in syms and "at::cuda::abs(" not in syms

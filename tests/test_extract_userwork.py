@@ -195,10 +195,7 @@ def test_bad_arguments_are_refused_before_any_work(pytorch_tree, tmp_path):
     if not (pytorch_tree / ".git").exists():
         cases.append(("--in-tree",))
     for extra in cases:
-        t = time.perf_counter()
         r = tdev("extract", str(pytorch_tree), *extra, env={"TDEV_CACHE_DIR": str(cache)})
-        took = time.perf_counter() - t
         assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, (extra, r.stderr)
         assert not cache.exists(), (extra, "the scan ran before the arguments were checked")
-        assert took < 2.0, (extra, took)  # interpreter start-up included; the scan alone takes seconds
     assert (tmp_path / "theirs" / "precious.txt").read_text() == "mine"

@@ -16,7 +16,7 @@ from basekit.docread import BadInput
 from tdev.patch import journal, owners
 from tdev.patch.tree import STATE_DIR, Tree
 
-from support.fuzzing import FUZZ, bounded_time
+from support.fuzzing import FUZZ, one_input
 
 ANY = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=False),
                 st.text(max_size=12), st.lists(st.integers(), max_size=2))
@@ -56,7 +56,7 @@ def _load(tree: Path, jdir: Path, data: bytes) -> None:
     (jdir / journal.MANIFEST).write_bytes(data)
     t = Tree.__new__(Tree)  # the path checks only; the journal is what is fuzzed
     t.root, t.real, t._cache, t._real_dirs = tree, os.path.realpath(tree), {}, {}
-    with bounded_time("journal manifest"):
+    with one_input("journal manifest"):
         try:
             m = journal.load(str(jdir), lambda rel: t.resolve(rel, internal=True))
         except BadInput as e:
@@ -98,7 +98,7 @@ OWNERS = st.one_of(
 @given(doc=OWNERS, garbage=st.binary(max_size=3))
 def test_fuzz_owners_record(doc, garbage):
     text = json.dumps(doc) + garbage.decode("latin-1")
-    with bounded_time("owners record"):
+    with one_input("owners record"):
         try:
             record = owners.parse(text, "T/owners.json")
         except BadInput as e:

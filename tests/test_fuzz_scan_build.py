@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from support.fuzzing import FUZZ, bounded_time
+from support.fuzzing import FUZZ, one_input
 from tdev.scan.cmakefile import scan_cmake
 from tdev.scan.cmakelists import CMakeEvalError, CMakeResult, CMakeSyntaxError, evaluate_cmake
 from tdev.scan.rules import Rules, RulesError, load_rules
@@ -78,12 +78,13 @@ def cmake_lines(pytorch_tree):
                                   "torch/CMakeLists.txt") for line in real_lines(pytorch_tree, rel))
 
 
+@pytest.mark.realtree
 def test_fuzz_bzl_evaluator(bzl_lines):
     @FUZZ
     @given(st.data())
     def run(data):
         text = mutate(bzl_lines, BZL_FRAGMENTS, data)
-        with bounded_time("bzl evaluation"):
+        with one_input("bzl evaluation"):
             out = evaluate_starlark(text, "build_variables.bzl")
         assert isinstance(out, StarlarkLists)
         assert all(isinstance(line, int) and isinstance(msg, str) for line, msg in out.warnings)
@@ -94,12 +95,13 @@ def _filelist(name: str) -> list[str] | None:
     return ["/r/a.cpp", "/r/cuda/k.cu"] * 100 if "cuda" in name else None
 
 
+@pytest.mark.realtree
 def test_fuzz_cmake_list_reader(cmake_lines):
     @FUZZ
     @given(st.data())
     def run(data):
         text = mutate(cmake_lines, CMAKE_FRAGMENTS, data)
-        with bounded_time("CMake evaluation"):
+        with one_input("CMake evaluation"):
             try:
                 res = evaluate_cmake(text, source_dir="/r/lib", variables={"PROJECT_SOURCE_DIR": "/r"},
                                      glob=lambda p, r: ["/r/lib/a.cpp", "/r/lib/cuda/k.cu"], filelist=_filelist,
@@ -150,7 +152,7 @@ def test_fuzz_rules_loader(tmp_path):
     @given(st.data())
     def run(data):
         path.write_text(_rules_text(data))
-        with bounded_time("rules loading"):
+        with one_input("rules loading"):
             try:
                 assert isinstance(load_rules(path), Rules)
             except RulesError as e:

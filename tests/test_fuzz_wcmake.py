@@ -16,7 +16,7 @@ from wrapped_cmake.profile import BUILTIN_DIR, parse_profile
 from wrapped_cmake.settings import pyproject_layer
 from tdev.extract.manifest import ManifestError, load_manifest
 
-from support.fuzzing import FUZZ, bounded_time
+from support.fuzzing import FUZZ, one_input
 
 VALID_MANIFEST = {
     "schema": 1, "tool": "tdev extract", "torch": {"version": "2.6.0a0", "commit": None},
@@ -70,7 +70,7 @@ def test_fuzz_manifest_loader(tmp_path_factory, data):
     root = tmp_path_factory.mktemp("m")
     path = root / "MANIFEST.json"
     path.write_bytes(data)
-    with bounded_time("MANIFEST.json"):
+    with one_input("MANIFEST.json"):
         try:
             m = load_manifest(root)
         except ManifestError as e:
@@ -111,7 +111,7 @@ def profiles(draw) -> bytes:
 def test_fuzz_profile_loader(tmp_path_factory, data):
     path = tmp_path_factory.mktemp("p") / "cuda.yaml"
     path.write_bytes(data)
-    with bounded_time("profile"):
+    with one_input("profile"):
         try:
             parse_profile(path)
         except InputError as e:
@@ -130,7 +130,7 @@ TOML_BITS = st.sampled_from([
 def test_fuzz_pyproject_reader(tmp_path_factory, parts):
     path = tmp_path_factory.mktemp("t") / "pyproject.toml"
     path.write_bytes("".join(parts).encode("utf-8", "surrogatepass"))
-    with bounded_time("pyproject.toml"):
+    with one_input("pyproject.toml"):
         try:
             pyproject_layer(path)
         except InputError as e:

@@ -7,6 +7,10 @@ import os
 import shutil
 import subprocess
 
+import pytest
+
+pytestmark = pytest.mark.realtree  # the real PyTorch tree or the stage-1 torch wheel
+
 
 def test_fetched_trees_are_owned_by_the_caller(pytorch_tree, other_pytorch_tree, debian_patch_series):
     for tree in (pytorch_tree, other_pytorch_tree, debian_patch_series):

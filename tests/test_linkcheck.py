@@ -62,6 +62,7 @@ def _compile(tmp: Path, name: str, code: str, *libs: Path) -> Path:
 
 # --- reading ------------------------------------------------------------------------------------
 
+@pytest.mark.realtree
 def test_full_tables_of_the_stock_library_and_the_speed(site, capsys):
     """libtorch_cuda keeps kernels as hidden (.symtab-only LOCAL) symbols: only the full tables
     see them. Reading speed is reported, not asserted."""
@@ -82,6 +83,7 @@ def test_full_tables_of_the_stock_library_and_the_speed(site, capsys):
     assert {"libcudart.so.12", "GLIBC_2.2.5"} <= versioned
 
 
+@pytest.mark.realtree
 def test_dump_round_trip_equals_the_elf_read(site, tmp_path):
     for lib in ("libc10_cuda.so", "libtorch_cuda_linalg.so"):
         table = elfsyms.read_table(site.torch_dir / "lib" / lib)
@@ -98,6 +100,7 @@ def test_dump_round_trip_equals_the_elf_read(site, tmp_path):
 
 # --- closure ------------------------------------------------------------------------------------
 
+@pytest.mark.realtree
 def test_stock_c10_cuda_closes_against_stage1_and_cuda(tables):
     c10_cuda = tables["by_name"]["libc10_cuda.so"]
     result = closure([c10_cuda], tables["providers"], tables["stock"])
@@ -113,6 +116,7 @@ def test_stock_c10_cuda_closes_against_stage1_and_cuda(tables):
     assert "libcudart.so.13" in nowhere["cudaGetDeviceCount"].other_versions
 
 
+@pytest.mark.realtree
 def test_closure_of_compiled_libraries(tables, tmp_path):
     """A library calling a function nobody defines; one using a stock-only symbol (exported, and a
     hidden kernel of libtorch_cuda); a hidden definition in a sibling; a weak reference."""
@@ -168,6 +172,7 @@ int use() {{
     assert "_Z18tdev_weak_optionalv" not in {u.name for u in bad.in_stock + bad.nowhere}
 
 
+@pytest.mark.realtree
 def test_the_interpreter_provides_the_c_api_to_extension_modules_only(tables, stage1, tmp_path):
     """A module named as CPython names extension modules takes PyLong_FromLong from the
     interpreter (the stage-1 python's libpython or executable); the same code as a plain
@@ -188,6 +193,7 @@ def test_the_interpreter_provides_the_c_api_to_extension_modules_only(tables, st
 
 # --- coverage -----------------------------------------------------------------------------------
 
+@pytest.mark.realtree
 def test_stock_torch_cuda_covers_the_importers(tables, capsys):
     per, imports = cuda_imports(tables["importers"], tables["stock"], tables["providers"])
     with capsys.disabled():
@@ -223,6 +229,7 @@ def _real_sources(tree: Path, out: Path, dirs: tuple[str, ...]) -> Path:
     return out
 
 
+@pytest.mark.realtree
 def test_coverage_negative_grouped(tables, pytorch_tree, tmp_path):
     """Only libc10_cuda as the standalone build: what libtorch_python needs from libtorch_cuda is
     missing, grouped by source directory (by rule, then by the real sources)."""
@@ -287,6 +294,7 @@ def _tdev(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tdev", *args], capture_output=True, text=True, env=env)
 
 
+@pytest.mark.realtree
 def test_cli_dump_then_check_the_dump(stage1_py, tmp_path):
     lib = _compile(tmp_path, "lonely", "void tdev_nobody_defines_this(int);\nvoid f() { tdev_nobody_defines_this(1); }\n")
     r = _tdev("link-check", "--dump-symbols", str(lib), "-o", str(tmp_path / "lonely.syms.gz"))
@@ -313,6 +321,7 @@ def test_cli_dump_then_check_the_dump(stage1_py, tmp_path):
     assert r.returncode == 2 and "gone.syms.gz" in r.stderr and "no such file" in r.stderr
 
 
+@pytest.mark.realtree
 def test_cli_bad_input_is_exit_2(stage1_py, tmp_path):
     (tmp_path / "x.so").write_text("not elf\n")
     r = _tdev("link-check", "--libs", str(tmp_path / "x.so"), "--stage1-python", str(stage1_py))
@@ -332,6 +341,7 @@ def test_cli_bad_input_is_exit_2(stage1_py, tmp_path):
     assert r.returncode == 2 and "2.5.1" in r.stderr and "2.6.0" in r.stderr, r.stderr
 
 
+@pytest.mark.realtree
 def test_cli_a_damaged_library_or_dump_is_never_clean(stage1_py, tmp_path):
     """A truncated library, a dump holding a name that is not UTF-8, and no library at all,
     checked with the whole stage 1: one line naming the file, exit 2 (not "closure: OK" on 0

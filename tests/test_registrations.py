@@ -32,6 +32,7 @@ def stock(stage1_py, tmp_path_factory):
     return path
 
 
+@pytest.mark.realtree
 def test_the_stock_runtime_registers_its_cuda_kernels(stock, stage1):
     table = load(stock)
     assert table.torch.startswith("2.6.0")
@@ -45,6 +46,7 @@ def test_the_stock_runtime_registers_its_cuda_kernels(stock, stage1):
     assert compare(table, table) == []
 
 
+@pytest.mark.realtree
 def test_a_lost_or_gained_key_is_named(stock, tmp_path):
     data = json.loads(stock.read_text())
     data["ops"]["aten::mm"] = [k for k in data["ops"]["aten::mm"] if k != "CUDA"]
@@ -73,6 +75,7 @@ def test_a_lost_or_gained_key_is_named(stock, tmp_path):
 @pytest.mark.parametrize("content", ["", "{", "[]", '{"format": "tdev-registrations"}',
                                      '{"format": "tdev-registrations", "version": 1, "torch": "x",'
                                      ' "keys": ["CUDA"], "ops": {"aten::mm": ["Bogus"]}}'])
+@pytest.mark.realtree
 def test_a_table_that_is_not_one_is_refused_naming_it(stock, tmp_path, content):
     bad = tmp_path / "bad.json"
     bad.write_text(content)

@@ -32,6 +32,7 @@ def wheres(ev: BuildEvidence, path: str) -> set[str]:
     return {f.where for f in ev.facts.get(path, ())}
 
 
+@pytest.mark.realtree
 def test_real_tree_reads_the_build_files_without_warnings(real):
     ev, _ = real
     for f in ("build_variables.bzl", "aten/src/ATen/CMakeLists.txt", "c10/cuda/CMakeLists.txt",
@@ -40,6 +41,7 @@ def test_real_tree_reads_the_build_files_without_warnings(real):
     assert ev.warnings == []
 
 
+@pytest.mark.realtree
 @pytest.mark.parametrize("path", ["aten/src/ATen/detail/CUDAHooksInterface.cpp", "torch/csrc/api/src/cuda.cpp"])
 def test_cuda_named_sources_of_torch_cpu_are_cpu(real, path):
     ev, _ = real
@@ -47,6 +49,7 @@ def test_cuda_named_sources_of_torch_cpu_are_cpu(real, path):
     assert all(not f.cuda for f in ev.facts[path])
 
 
+@pytest.mark.realtree
 def test_process_group_nccl_and_miopen_are_cuda(real):
     ev, files = real
     pg = "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"
@@ -60,6 +63,7 @@ def test_process_group_nccl_and_miopen_are_cuda(real):
         assert "aten/src/ATen/CMakeLists.txt:ATen_CUDA_CPP_SRCS" in wheres(ev, p)
 
 
+@pytest.mark.realtree
 def test_every_existing_libtorch_cuda_core_source_is_cuda(real, pytorch_tree):
     ev, files = real
     lists = evaluate_starlark((pytorch_tree / "build_variables.bzl").read_text())
@@ -70,6 +74,7 @@ def test_every_existing_libtorch_cuda_core_source_is_cuda(real, pytorch_tree):
         assert "build_variables.bzl:libtorch_cuda_core_sources" in wheres(ev, p)
 
 
+@pytest.mark.realtree
 def test_c10_cuda_sources_come_from_their_cmakelists(real, pytorch_tree):
     ev, _ = real
     [fact] = [f for f in ev.facts["c10/cuda/CUDACachingAllocator.cpp"] if f.where.startswith("c10/cuda/")]
@@ -78,6 +83,7 @@ def test_c10_cuda_sources_come_from_their_cmakelists(real, pytorch_tree):
     assert line.strip() == "CUDACachingAllocator.cpp"
 
 
+@pytest.mark.realtree
 def test_glob_derived_cuda_fact_names_the_library_list_and_the_glob(real, pytorch_tree):
     ev, files = real
     cu = sorted(p for p in files if p.startswith("aten/src/ATen/native/cuda/") and p.endswith(".cu"))
@@ -95,6 +101,7 @@ def test_glob_derived_cuda_fact_names_the_library_list_and_the_glob(real, pytorc
     assert "append_filelist" in text[g.line - 1]
 
 
+@pytest.mark.realtree
 def test_cpu_fact_for_a_native_cpu_source(real):
     ev, _ = real
     p = "aten/src/ATen/native/BinaryOps.cpp"
@@ -103,6 +110,7 @@ def test_cpu_fact_for_a_native_cpu_source(real):
             "build_variables.bzl:aten_native_source_non_codegen_list"} <= wheres(ev, p)
 
 
+@pytest.mark.realtree
 def test_torch_python_cuda_part_is_cuda_and_the_rest_cpu(real):
     ev, _ = real
     [f] = [f for f in ev.facts["torch/csrc/cuda/Module.cpp"] if f.where.startswith("torch/CMakeLists.txt")]
@@ -111,6 +119,7 @@ def test_torch_python_cuda_part_is_cuda_and_the_rest_cpu(real):
     assert not g.cuda and g.where == "torch/CMakeLists.txt:TORCH_PYTHON_SRCS"
 
 
+@pytest.mark.realtree
 def test_hip_only_sources_are_rocm_facts(real):
     ev, _ = real
     p = "aten/src/ATen/native/hip/ck_gemm_float.hip"
@@ -118,6 +127,7 @@ def test_hip_only_sources_are_rocm_facts(real):
     assert ev.is_cuda(p) is True
 
 
+@pytest.mark.realtree
 def test_real_facts_name_existing_files_and_real_lines(real, pytorch_tree):
     ev, files = real
     lengths = {f: len((pytorch_tree / f).read_text().splitlines()) for f in ev.inputs}

@@ -13,18 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from support.hang import finishes
 from tdev.scan import ppexpr
 from tdev.scan.cpp import find_cuda_regions, scan_cpp
 from tdev.scan.python import scan_python
 from tdev.scan.rules import load_rules
 
 RULES = load_rules()
-
-
-def timed(fn, *args):
-    start = time.perf_counter()
-    out = fn(*args)
-    return out, time.perf_counter() - start
 
 
 # ---------------------------------------------------------------- C/C++: linear regexes
@@ -50,10 +45,8 @@ CPP_HOSTILE = {
 def test_cpp_scan_is_linear_on_hostile_lines(name):
     text = CPP_HOSTILE[name]
     assert len(text) >= 10000
-    _, took = timed(scan_cpp, text, RULES.cpp)
-    assert took < 0.5, f"{name}: {took:.2f} s"
-    _, took = timed(find_cuda_regions, text, RULES.cpp.macros)
-    assert took < 0.5, f"{name}: {took:.2f} s"
+    finishes(scan_cpp, text, RULES.cpp)
+    finishes(find_cuda_regions, text, RULES.cpp.macros)
 
 
 def test_unclosed_string_still_finds_the_named_code():
@@ -88,8 +81,7 @@ def test_bad_integer_literal_region_is_undecidable(expr):
 def test_python_identifier_runs_with_cuda_are_linear():
     # 17.8: _candidates was quadratic in long identifier runs containing "cuda" (8k: 14 s)
     text = "x = " + "cuda" * 250_000 + "\n"  # 1 MB
-    (ev, warn), took = timed(scan_python, text, RULES.python)
-    assert took < 2.0, f"{took:.2f} s"
+    ev, warn = finishes(scan_python, text, RULES.python)
     assert ev == [] and warn is None
 
 
@@ -105,8 +97,7 @@ def test_python_identifier_run_that_is_a_listed_name_still_counts():
     "x" + "_cuda_" * 150_000 + "\n",
 ], ids=["_cuda", "a_-then-cuda", "is_cuda", "_cuda_"])
 def test_python_other_identifier_runs_are_linear(text):
-    _, took = timed(scan_python, text, RULES.python)
-    assert took < 2.0, f"{took:.2f} s"
+    finishes(scan_python, text, RULES.python)
 
 
 # ---------------------------------------------------------------- workers die with the scan
@@ -176,7 +167,7 @@ def test_killed_scan_leaves_no_worker(pytorch_tree, tmp_path):
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 60  # PR_SET_PDEATHSIG kills at once: the wait only bounds a hang
     while any(map(_alive, workers)) and time.monotonic() < deadline:
         time.sleep(0.05)
     left = [w for w in workers if _alive(w)]
@@ -192,8 +183,7 @@ def test_deep_nesting_and_long_elif_chains_are_linear():
     chain = HEAD + "#if defined(B)\n" + "".join(f"#elif defined(A{i}) || !defined(USE_CUDA)\nint a{i};\n"
                                                 for i in range(5000)) + "#endif\n"
     for text in (nested, chain):
-        _, took = timed(scan_cpp, text, RULES.cpp)
-        assert took < 1.0, f"{took:.2f} s"
+        finishes(scan_cpp, text, RULES.cpp)
 
 
 def test_deep_branches_are_undecidable_not_cuda():
@@ -286,8 +276,7 @@ PY_HOSTILE = {
 
 @pytest.mark.parametrize("name", sorted(PY_HOSTILE))
 def test_python_scan_is_linear_on_hostile_lines(name):
-    _, took = timed(scan_python, PY_HOSTILE[name], RULES.python)
-    assert took < 1.0, f"{name}: {took:.2f} s"
+    finishes(scan_python, PY_HOSTILE[name], RULES.python)
 
 
 def test_python_guard_with_a_long_trailing_comment_still_counts():
@@ -301,8 +290,7 @@ def test_python_many_aliases_are_linear(imports):
     # every candidate line was checked against every alias (8,000 aliases: about 20 s)
     n = 8000
     text = "".join(imports.format(i=i) for i in range(n)) + "".join(f"x{i} = y.cuda() + a{i}\n" for i in range(n))
-    (ev, warn), took = timed(scan_python, text, RULES.python)
-    assert took < 2.0, f"{took:.2f} s"
+    ev, warn = finishes(scan_python, text, RULES.python)
     assert warn is None and {e.rule for e in ev} >= {"py-import", "py-cuda-attribute"}
 
 

@@ -28,6 +28,7 @@ pytestmark = pytest.mark.skipif(STAGE1_VERSION != "2.6.0", reason="expectations 
 PROJECT_ENV = {**os.environ, "PYTHONPATH": f"{REPO / 'tools'}:{REPO}"}
 
 
+@pytest.mark.realtree
 def test_finds_the_stage1_torch(stage1, stage1_py):
     assert stage1.python == stage1_py
     assert (stage1.version, stage1.local, stage1.cuda_version) == ("2.6.0", "cu124", "12.4")
@@ -44,6 +45,7 @@ def test_finds_the_stage1_torch(stage1, stage1_py):
     assert stage1.site_packages == stage1.torch_dir.parent
 
 
+@pytest.mark.realtree
 def test_cpu_capability_defines_from_torch_cpu_exports(stage1, tmp_path):
     """2.6.0's x86-64 libtorch_cpu exports get_call_ptr(DeviceType, void*, void*, void*): built
     with AVX512 and AVX2 (what its CUDA-side callers must define, or they reference a
@@ -65,12 +67,14 @@ def test_cpu_capability_defines_from_torch_cpu_exports(stage1, tmp_path):
         wheel.read_cpu_capability_defines(dump(base + "S4_S4_S4_"), "x86_64")
 
 
+@pytest.mark.realtree
 @pytest.mark.parametrize("spelling", ["2.6.0", "2.6.0a0", "2.6.0+cu124", "v2.6.0"])
 def test_release_spellings_match(stage1_py, spelling):
     # the manifest says 2.6.0, the tree's version.txt 2.6.0a0, the wheel 2.6.0+cu124
     assert find_stage1_torch(stage1_py, spelling, {}).version == "2.6.0"
 
 
+@pytest.mark.realtree
 def test_release_mismatch_names_both_versions_and_the_interpreter(stage1_py):
     with pytest.raises(InputError) as e:
         find_stage1_torch(stage1_py, "2.5.1", {}, python_from="-D TORCH_PYTHON")
@@ -105,6 +109,7 @@ def test_missing_interpreter_tells_how_to_make_it(tmp_path):
         find_stage1_torch(None, "2.6.0", {"TDEV_TORCH_PYTHON": str(tmp_path / "nope")})
 
 
+@pytest.mark.realtree
 def test_default_interpreter_choice(stage1_py, stage1):
     assert find_stage1_torch(None, "2.6.0", {"TDEV_TORCH_PYTHON": str(stage1_py)}) == stage1
     home = stage1_py.parent.parent.parent  # <home>/torch-2.6.0/bin/python
@@ -112,6 +117,7 @@ def test_default_interpreter_choice(stage1_py, stage1):
         assert find_stage1_torch(None, "2.6.0", {"TDEV_STAGE1_HOME": str(home)}) == stage1
 
 
+@pytest.mark.realtree
 def test_torch_is_never_imported(stage1_py, monkeypatch):
     """The stage-1 interpreter only runs find_spec (checked with -X importtime), and the
     caller's interpreter (the project's, which has a torch of its own) imports none either."""
@@ -129,15 +135,15 @@ def test_torch_is_never_imported(stage1_py, monkeypatch):
     imported = [line.rsplit("|", 1)[-1].strip() for line in seen[0].splitlines() if "|" in line]
     assert "json" in imported  # the trace is real
     assert not [m for m in imported if m == "torch" or m.startswith(("torch.", "torchgen"))]
-    code = ("import sys, time; from pathlib import Path; from tdev.standalone.wheel import find_stage1_torch;"
-            f"t = time.monotonic(); find_stage1_torch(Path({str(stage1_py)!r}), '2.6.0', {{}});"
-            "print(time.monotonic() - t, 'torch' in sys.modules)")
+    code = ("import sys; from pathlib import Path; from tdev.standalone.wheel import find_stage1_torch;"
+            f"find_stage1_torch(Path({str(stage1_py)!r}), '2.6.0', {{}});"
+            "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=PROJECT_ENV, timeout=120, check=True).stdout.split()
-    assert out[1] == "False"
-    assert float(out[0]) < 1.5, f"{out[0]} s: more than finding files takes"
+    assert out == ["False"]  # nor in tdev's own process
 
 
+@pytest.mark.realtree
 def test_every_cuda_library_found_with_its_version(stage1):
     libs = find_cuda_libraries(stage1)
     assert {"cublas", "cublasLt", "cusparse", "cusolver", "curand", "cufft", "cudnn", "nccl",
@@ -171,6 +177,7 @@ def test_every_cuda_library_found_with_its_version(stage1):
     assert libs["cudnn"].settings == ("USE_CUDNN",) and libs["cublas"].settings == ()
 
 
+@pytest.mark.realtree
 def test_a_missing_library_is_a_value_naming_its_settings(stage1):
     # cuDSS: ATen uses it under USE_CUDSS; torch 2.6.0's wheel does not bring it
     cudss = LibrarySpec(name="cudss", package="nvidia-cudss-cu12", root="nvidia/cu12",
@@ -182,6 +189,7 @@ def test_a_missing_library_is_a_value_naming_its_settings(stage1):
     assert "cudss.h" in lib.missing and "nvidia-cudss-cu12" in lib.missing
 
 
+@pytest.mark.realtree
 def test_the_toolkit_and_its_major_version_warning(stage1):
     toolkit = find_cuda_toolkit()
     assert toolkit.nvcc.is_file() and (toolkit.include_dir / "cuda_runtime.h").is_file()
@@ -202,18 +210,17 @@ def test_toolkit_named_by_the_user_must_be_one(tmp_path):
         find_cuda_toolkit({"CUDA_HOME": str(tmp_path), "PATH": os.defpath})
 
 
+@pytest.mark.realtree
 def test_setup_reuses_a_complete_environment_without_the_network(stage1_py):
     if os.environ.get("TDEV_TORCH_PYTHON"):
         pytest.skip("TDEV_TORCH_PYTHON names a stage 1 setup-stage1.sh did not make")
     env_dir = stage1_py.parent.parent
     before = {p.name for p in env_dir.iterdir()}
-    t = time.monotonic()
     proc = subprocess.run(["bash", str(REPO / "tools" / "setup-stage1.sh"), STAGE1_VERSION],
                           capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PIP_NO_INDEX": "1", "https_proxy": "http://0.0.0.0:9"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(env_dir) and "reusing" in proc.stderr
-    assert time.monotonic() - t < 20
     assert {p.name for p in env_dir.iterdir()} == before
 
 
@@ -255,6 +262,7 @@ def _cuda13_site(root):
     return root
 
 
+@pytest.mark.realtree
 def test_cuda_libraries_of_another_environment(stage1, tmp_path):
     # -D TORCH_CUDA_LIBRARIES: compiled libraries only from that environment (its own layout),
     # header-only ones from it or else from stage 1; what it lacks is missing, never stage 1's
