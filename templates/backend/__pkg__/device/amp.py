@@ -1,15 +1,17 @@
-"""Automatic mixed precision on the {{ device }} device (torch.autocast with device_type "{{ device }}").
-The operator lists come from the {{ vendor }} profile (amp.lower_precision_fp, amp.fp32)."""
+"""Automatic mixed precision on the device (torch.autocast with device_type DEVICE). The
+dtypes and the operator lists come from the vendor profile (amp: in _config.py and
+csrc/aten/Autocast.cpp)."""
 from __future__ import annotations
 
 import torch
 
-DEVICE = "{{ device }}"
-DEFAULT_DTYPE = torch.{{ amp.dtype }}
+from .._config import AMP_DTYPE, AMP_SUPPORTED_DTYPES, DEVICE
+
+DEFAULT_DTYPE = getattr(torch, AMP_DTYPE)
 
 
 def get_amp_supported_dtype() -> list[torch.dtype]:
-    return [{% for d in amp.supported_dtypes %}torch.{{ d }}, {% endfor %}]
+    return [getattr(torch, d) for d in AMP_SUPPORTED_DTYPES]
 
 
 def is_bf16_supported() -> bool:
