@@ -10,6 +10,7 @@ import os
 import shutil
 import struct
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -178,3 +179,47 @@ def test_the_reading_of_an_intact_library(small_lib):
     dynamic = elfsyms.read_table(small_lib, full=False)
     assert "tdev_hidden" not in {s.name for s in dynamic.symbols} and dynamic.needed == table.needed
     assert elfsyms.loads(elfsyms.dumps(table), "x") == table
+
+
+def _sections(data: bytes) -> list[dict]:
+    """The ELF64 section headers of ``data``: type, flags, offset, and where the header is."""
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3a)
+    out = []
+    for i in range(shnum):
+        at = shoff + i * shentsize
+        _, kind, flags, _, offset = struct.unpack_from("<IIQQQ", data, at)
+        out.append({"header": at, "type": kind, "flags": flags, "offset": offset})
+    return out
+
+
+def _second_verdef_next_zero(data: bytearray) -> None:
+    """The version-definition chain cut after its first entry (vd_next 0 with more to come)."""
+    verdef = next(s for s in _sections(data) if s["type"] == 0x6ffffffd)  # SHT_GNU_verdef
+    first_next, = struct.unpack_from("<I", data, verdef["offset"] + 16)
+    struct.pack_into("<I", data, verdef["offset"] + first_next + 16, 0)
+
+
+def _text_info_field(data: bytearray) -> None:
+    """An ``sh_info`` on the executable section where none belongs."""
+    text = next(s for s in _sections(data) if s["type"] == 1 and s["flags"] & 4)  # PROGBITS, exec
+    struct.pack_into("<I", data, text["header"] + 44, 2048)
+
+
+@pytest.mark.parametrize("damage", [_second_verdef_next_zero, _text_info_field])
+def test_readelf_warnings_on_the_version_tables_and_section_headers_are_not_ignored(damage, tmp_path):
+    """Damage readelf reports only where it reads the version sections or the section headers
+    (its symbol listing reads the same symbols, silently): bad input naming the file."""
+    data = bytearray(LIBM.read_bytes())
+    damage(data)
+    lib = tmp_path / "damaged.so"
+    lib.write_bytes(bytes(data))
+    said = subprocess.run(["readelf", "-W", "-h", "-l", "-S", "-V", str(lib)], capture_output=True, text=True)
+    assert "Warning:" in said.stderr or "Error:" in said.stderr  # readelf itself calls it damaged
+    for full in (True, False):
+        got = read_or_error(lib, full)
+        assert isinstance(got, InputError) and "readelf says" in str(got), (full, got)
+    r = subprocess.run([sys.executable, "-m", "tdev", "link-check", "--dump-symbols", str(lib), "-o",
+                        str(tmp_path / "d.gz")], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and str(lib) in r.stderr, r.stderr
+    assert not (tmp_path / "d.gz").exists()

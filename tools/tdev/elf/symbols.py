@@ -124,22 +124,32 @@ class SymbolTable:
 
 def _run_readelf(fd: int, where: str, full: bool) -> str:
     """readelf's output for the open file ``fd``; anything on its stderr (``Error:`` and
-    ``Warning:`` lines, with exit 0 as often as not) is bad input naming ``where``."""
+    ``Warning:`` lines, with exit 0 as often as not) is bad input naming ``where``. A second run
+    reads what the symbol listing does not look at closely (headers, program headers, section
+    headers, the symbol-version sections), for its complaints only: a damaged version table is
+    otherwise dropped silently."""
     exe = shutil.which("readelf")
     if exe is None:
         raise InputError("readelf", "not found on PATH (binutils is needed to read ELF symbol tables)")
-    args = [exe, "-W", "-d", "-s" if full else "--dyn-syms", f"/dev/fd/{fd}"]
+    text = _readelf([exe, "-W", "-d", "-s" if full else "--dyn-syms"], fd, where)
+    _readelf([exe, "-W", "-h", "-l", "-S", "-V"], fd, where, output=False)
+    return text
+
+
+def _readelf(args: list[str], fd: int, where: str, output: bool = True) -> str:
     env = dict(os.environ, LC_ALL="C")
     try:
-        proc = subprocess.run(args, capture_output=True, env=env, check=False, pass_fds=(fd,),
+        proc = subprocess.run([*args, f"/dev/fd/{fd}"], stdout=subprocess.PIPE if output else subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, env=env, check=False, pass_fds=(fd,),
                               timeout=READELF_TIMEOUT)
     except subprocess.TimeoutExpired:
         raise InputError(where, f"readelf ran longer than {READELF_TIMEOUT} s") from None
     err = [line for line in proc.stderr.decode("utf-8", "replace").splitlines() if line.strip()]
     if proc.returncode != 0 or err:
-        first = err[0].replace(f"/dev/fd/{fd}", "").strip() if err else f"exit {proc.returncode}"
+        first = err[0].replace(f"/dev/fd/{fd}", "").strip().removeprefix("readelf: ") if err else \
+            f"exit {proc.returncode}"
         raise InputError(where, f"damaged ELF file, readelf says: {first}")
-    return proc.stdout.decode("utf-8", "surrogateescape")
+    return proc.stdout.decode("utf-8", "surrogateescape") if output else ""
 
 
 def bad_name(name: str) -> bool:
