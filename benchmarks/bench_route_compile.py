@@ -17,11 +17,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 from bench_route_profile import _testing_module
+from routebench import MODEL, add_model_args, run_worker, worker_argv, write_json
 
 
 def worker(args) -> dict:
@@ -74,13 +74,8 @@ def main() -> int:
     ap.add_argument("--package", default="torch_nvgpu")
     ap.add_argument("--device", help="(internal) run on this device in this process")
     ap.add_argument("--backend", default="default", help="(internal) device | default")
-    ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--dim", type=int, default=256)
-    ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--vocab", type=int, default=4096)
+    add_model_args(ap, warmup=3, dim=256, layers=2, seq=128, batch=8, vocab=4096)
     ap.add_argument("--tolerance", type=float, default=1e-4)
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -89,28 +84,20 @@ def main() -> int:
         return 0
     pkg = __import__(args.package)
     ref = _testing_module(args.package).reference_device()
-    base = [sys.executable, os.path.abspath(__file__)] + [
-        f"--{k}={getattr(args, k)}" for k in ("package", "warmup", "steps", "dim", "layers", "seq",
-                                               "batch", "vocab")]
-    report = {"model": {k: getattr(args, k) for k in ("dim", "layers", "seq", "batch", "vocab")}}
+    base = worker_argv(__file__, args, ("package", "warmup", "steps") + MODEL)
+    report = {"model": {k: getattr(args, k) for k in MODEL}}
     ok = True
     for device, backend, autoload in ((ref, "default", "0"), (pkg.DEVICE, "device", "1")):
-        p = subprocess.run(base + [f"--device={device}", f"--backend={backend}"],
-                           capture_output=True, text=True, timeout=1200,
-                           env=dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD=autoload),
-                           cwd=os.path.dirname(os.path.abspath(__file__)))
-        if p.returncode != 0:
-            print(p.stderr[-3000:], file=sys.stderr)
+        r = run_worker(base + [f"--device={device}", f"--backend={backend}"], autoload,
+                       cwd=os.path.dirname(os.path.abspath(__file__)))
+        if r is None:
             return 1
-        r = json.loads(next(x for x in p.stdout.splitlines() if x.startswith("RESULT "))[7:])
         report[device] = r
         ok &= r["max_rel_gap"] <= args.tolerance
         print(f"{device:8s} backend {'torch.compile(backend=' + repr(device) + ')' if backend == 'device' else 'inductor (default)':34s} "
               f"eager {r['eager_ms']:.2f} ms, compiled {r['compiled_ms']:.2f} ms, first call "
               f"{r['first_call_s']:.1f} s, compiled vs eager max rel gap {r['max_rel_gap']:.1e}")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(report, fh, indent=1)
+    write_json(args.json, report)
     return 0 if ok else 1
 
 

@@ -9,13 +9,13 @@ modules its register() imported), alternating, --runs each; medians.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import statistics
 import subprocess
 import sys
 import time
+from routebench import write_json
 
 BEFORE = ("import torch; from torch._dynamo import device_interface; "
           "from torch._dynamo.backends.registry import register_backend; "
@@ -50,9 +50,7 @@ def main() -> int:
     for name, r in report.items():
         print(f"{name:52s} wall {r['wall_s']:.2f} s, CPU {r['cpu_s']:.2f} s (median of "
               f"{args.runs})")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(report, fh, indent=1)
+    write_json(args.json, report)
     return 0
 
 

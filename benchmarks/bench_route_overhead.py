@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import statistics
 import sys
 import time
@@ -36,6 +35,7 @@ import time
 import torch
 
 from tdev.route.timing import host_us_per_call, synchronizer
+from routebench import write_json
 
 TARGET_US = 2.0
 
@@ -134,9 +134,7 @@ def main() -> int:
     print(f"target: the vendor route adds <= {TARGET_US:.1f} us to add 1K: "
           f"{'met' if ok else 'MISSED'} ({added:.2f} us)")
     result["target_met"] = ok
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(result, fh, indent=1)
+    write_json(args.json, result)
     return 0 if ok else 1
 
 

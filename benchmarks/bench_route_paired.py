@@ -26,6 +26,7 @@ import sys
 import time
 
 from bench_route_profile import _diff_table, _testing_module
+from routebench import add_model_args, write_json
 
 PROFILED_STEPS = 4  # steps a side per --profile-rounds round
 
@@ -165,12 +166,7 @@ def main() -> int:
     ap.add_argument("--device", help="(internal) be a worker for this device")
     ap.add_argument("--processes", type=int, default=4, help="fresh worker pairs")
     ap.add_argument("--pairs", type=int, default=100, help="step pairs timed per worker pair")
-    ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--dim", type=int, default=512)
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--seq", type=int, default=256)
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--vocab", type=int, default=8192)
+    add_model_args(ap, warmup=5)
     ap.add_argument("--cpus", help="CPUs both workers run on, like 2,3 (default: two of this "
                     "process's, past the first two where it has four or more)")
     ap.add_argument("--phases", action="store_true", help="also time the step's phases "
@@ -221,9 +217,7 @@ def main() -> int:
         steps = PROFILED_STEPS * args.profile_rounds * len(results)
         _diff_table(f"profiled, {steps} steps a side: operator", ops[ref], ops[dev], ref, dev,
                     30)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({"summary": summary, "workers": results}, fh, indent=1)
+    write_json(args.json, {"summary": summary, "workers": results})
     return 0
 
 

@@ -17,12 +17,11 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+from routebench import MODEL, add_model_args, run_worker, worker_argv, write_json
 
 
 def _testing_module(package: str):
@@ -85,13 +84,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--package", default="torch_nvgpu")
     ap.add_argument("--device", help="(internal) profile this device in this process")
-    ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--dim", type=int, default=512)
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--seq", type=int, default=256)
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--vocab", type=int, default=8192)
+    add_model_args(ap, warmup=3)
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--kernels", action="store_true",
                     help="also the GPU's kernels per step and their device time on each side")
@@ -102,20 +96,14 @@ def main() -> int:
         return 0
     pkg = __import__(args.package)
     ref = _testing_module(args.package).reference_device()
-    base = [sys.executable, os.path.abspath(__file__)] + [
-        f"--{k}={getattr(args, k)}" for k in ("package", "warmup", "steps", "dim", "layers", "seq",
-                                               "batch", "vocab")] + (
+    base = worker_argv(__file__, args, ("package", "warmup", "steps") + MODEL) + (
         ["--kernels"] if args.kernels else [])
     results = {}
     for device, autoload in ((ref, "0"), (pkg.DEVICE, "1")):
-        p = subprocess.run(base + [f"--device={device}"], capture_output=True, text=True,
-                           env=dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD=autoload),
-                           timeout=1200)
-        if p.returncode != 0:
-            print(p.stderr[-3000:], file=sys.stderr)
+        r = run_worker(base + [f"--device={device}"], autoload)
+        if r is None:
             return 1
-        line = next(x for x in p.stdout.splitlines() if x.startswith("RESULT "))
-        results[device] = json.loads(line[len("RESULT "):])
+        results[device] = r
     a, b = results[ref], results[pkg.DEVICE]
     print(f"step (median of {args.steps}): {ref} {a['step_ms']:.2f} ms, {pkg.DEVICE} "
           f"{b['step_ms']:.2f} ms, ratio {b['step_ms'] / a['step_ms']:.3f}")
@@ -128,9 +116,7 @@ def main() -> int:
             print(f"GPU in the profiled step, {d}: {sum(c for c, _ in k.values())} kernels/copies, "
                   f"{sum(t for _, t in k.values()) / 1e3:.2f} ms device time")
         _diff_table("kernel", a["kernels"], b["kernels"], ref, pkg.DEVICE, args.top)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(results, fh, indent=1)
+    write_json(args.json, results)
     return 0
 
 

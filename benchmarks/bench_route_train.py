@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import statistics
 import sys
@@ -36,6 +35,7 @@ import torch
 
 from tdev.route.record import record
 from tdev.route.tune import load_package, tune, write_conf
+from routebench import add_model_args, write_json
 
 LOSS_RTOL = 2e-2  # bf16 autocast; FlagGems kernels may round differently from torch's
 
@@ -55,12 +55,7 @@ def main() -> int:
     ap.add_argument("--max-cases", type=int, default=30)
     ap.add_argument("--out", default="model-tuned.conf", help="where --record-tune writes")
     ap.add_argument("--steps", type=int, default=23)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--dim", type=int, default=512)
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--seq", type=int, default=256)
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--vocab", type=int, default=8192)
+    add_model_args(ap, warmup=3)
     ap.add_argument("--rounds", type=int, default=9, help="alternating runs of each side")
     ap.add_argument("--cpus", help="CPUs both sides run on, like 2,3 (default: two of this "
                     "process's, past the first two where it has four or more)")
@@ -133,9 +128,7 @@ def main() -> int:
     print(f"losses: first {native_losses[0]:.4f} / {plugin_losses[0]:.4f}, last "
           f"{native_losses[-1]:.4f} / {plugin_losses[-1]:.4f}, largest relative gap {gap:.2e} "
           f"({'match' if gap <= LOSS_RTOL else 'DIFFER'}, tolerance {LOSS_RTOL})")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(report, fh, indent=1)
+    write_json(args.json, report)
     return 0 if gap <= LOSS_RTOL else 1
 
 
