@@ -112,6 +112,7 @@ _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined)
 
 def _evaluate(path: Path, pattern: str, expression: str, context: Mapping[str, Any]) -> bool:
     try:
-        return bool(_ENV.compile_expression(expression)(**context))
+        # a bare unknown name stays undefined (strict): an error, never a silent False
+        return bool(_ENV.compile_expression(expression, undefined_to_none=False)(**context))
     except jinja2.TemplateError as e:
         raise InputError(str(path), f"only_if.{pattern}: {expression!r}: {e}") from None
