@@ -170,7 +170,7 @@ def test_stage_only_build_configures_elsewhere_from_its_roots(extraction, pytorc
     TDEV_SITE_PACKAGES, TDEV_CODEGEN_DIR and TDEV_TREE_DIR (the generated units, the AOTI shim
     included), so the staged project configures from a copy after the build directory is gone."""
     build = tmp_path / "build"
-    out = _wcm(extraction, "--targets", "aten_native_cuda,torch_python_cuda", "-D", "TORCH_CUDA_STAGE_ONLY=ON",
+    out = _wcm(extraction, "--target", "aten_native_cuda,torch_python_cuda", "-D", "TORCH_CUDA_STAGE_ONLY=ON",
                "--build-dir", str(build), stage1_py=stage1_py)
     assert out.returncode == 0, out.stderr
     assert "configure elsewhere with `cmake -S" in out.stdout

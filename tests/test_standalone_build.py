@@ -272,7 +272,7 @@ def test_plan_counts_units_and_estimates_from_compiles_not_cache_hits(small, tmp
 
 def test_cli_refuses_a_plan_only_target_set(small, tmp_path):
     tree, ext = small
-    out = _cli("build", "--backend", "cuda", "--source", str(ext), "--targets",
+    out = _cli("build", "--backend", "cuda", "--source", str(ext), "--target",
                "c10_cuda,torch_cuda_later", "-D", f"TORCH_CUDA_OVERLAY={_plan_only_overlay(tmp_path)}")
     assert out.returncode == 2
     assert "target set 'torch_cuda_later' cannot be built by the standalone build yet" in out.stderr

@@ -44,7 +44,7 @@ def test_sim_extension_builds_incrementally_through_setup_py(tmp_path):
     assert run.returncode == 0, run.stderr
     assert "first configure" in run.stdout
     built = next((tmp_path / "pkg").glob("simmod*.so"))
-    # 42 = 40 + 2 * TDEV_SIM_DEVICE: the sim profile's macro reached the compiler
+    # 42 = 40 + 2 * SIM_DEVICE: the sim profile's macro reached the compiler
     assert call(tmp_path, "pkg.simmod", "pkg.simmod.answer()").strip() == "42"
     stamp = built.stat().st_mtime_ns
     again = setup_py(tmp_path, '"pkg.simmod", ["src/simmod.cpp"], backend="sim", torch="none"')
@@ -52,7 +52,7 @@ def test_sim_extension_builds_incrementally_through_setup_py(tmp_path):
     assert "Building" not in again.stdout and built.stat().st_mtime_ns == stamp
     gen = tmp_path / "build"
     cmakelists = next(gen.glob("temp*/wrapped_cmake/pkg_simmod/CMakeLists.txt")).read_text()
-    assert "add_library(pkg_simmod MODULE" in cmakelists and "TDEV_SIM_DEVICE=1" in cmakelists
+    assert "add_library(pkg_simmod MODULE" in cmakelists and "SIM_DEVICE=1" in cmakelists
 
 
 @pytest.mark.slow

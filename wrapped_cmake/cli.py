@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from .errors import EXIT_FAILED, EXIT_OK, InputError, exit_codes_epilog, run_command
+from .sources import add_builder_options
 
 EPILOG = """settings precedence (lowest first):
   defaults < pyproject.toml [tool.wrapped-cmake] of the source directory
@@ -27,13 +28,17 @@ EPILOG = """settings precedence (lowest first):
 docs: docs/wrapped-cmake.md"""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(builders: list | None = None) -> argparse.ArgumentParser:
+    """The parser; ``builders``: the installed source builders (:mod:`.sources`), whose own
+    options are added to the commands they take (loaded here when not given)."""
+    if builders is None:
+        builders, _ = _load_builders()
     parser = argparse.ArgumentParser(
         prog="wrapped-cmake", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Build PyTorch device backends with CMake: one configuration model "
         "(layered settings, backend profiles), Ninja, stale-build detection, presets and "
         "actionable errors.", epilog=EPILOG)
-    parser.add_argument("--version", action="version", version=f"wrapped-cmake {_version()}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     env_text = "report cmake, ninja, compilers, CUDA/MACA/CANN, torch, Python and pybind11"
     env = sub.add_parser("env", help=env_text, description=env_text + " (what a build would "
@@ -42,8 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     env.set_defaults(func=cmd_env)
     helps = {"configure": "configure the build directory (only when stale, unless --fresh)",
              "build": "configure if needed, then build (incremental)",
-             "install": "build, then cmake --install (a standalone torch_cuda build: both "
-                        "stages into --prefix)",
+             "install": "build, then cmake --install",
              "clean": "remove build outputs (--all: the whole build directory)"}
     for name, text in helps.items():
         p = sub.add_parser(name, help=text, description=text, epilog=EPILOG,
@@ -56,15 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "install-prefix for this run)")
         if name == "clean":
             p.add_argument("--all", action="store_true", help="remove the build directory")
-        if name == "build":
-            t = p.add_argument_group("standalone torch_cuda build (--source is a `tdev extract` "
-                                     "output; --target names target sets of its targets.yaml, "
-                                     "default c10_cuda,_CUDAC; docs/standalone-build.md)")
-            # --targets: a hidden alias of --target (older docs used it); --target is the option
-            t.add_argument("--targets", action="append", dest="targets", help=argparse.SUPPRESS)
-            t.add_argument("--plan", action="store_true", help="print the translation units of "
-                           "a full torch_cuda build and a time estimate, then stop")
-        p.set_defaults(func=cmd_project)
+        p.set_defaults(func=cmd_project, source_builders=builders,
+                       builder_options=add_builder_options(p, name, builders))
     return parser
 
 
@@ -89,8 +86,25 @@ def project_options(p: argparse.ArgumentParser, source: Path = Path(".")) -> Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    builders, load_error = _load_builders()
+    args = build_parser(builders).parse_args(argv)
+    if load_error is not None and args.func is cmd_project:
+        args.func = lambda _: _raise(load_error)  # a builder that cannot be loaded: one line
     return run_command("wrapped-cmake", lambda: args.func(args))
+
+
+def _load_builders() -> tuple[list, InputError | None]:
+    """The installed source builders; one that cannot be loaded is said when a project command
+    runs (``env``, ``--help`` and ``--version`` work regardless)."""
+    from .sources import installed
+    try:
+        return installed(), None
+    except InputError as e:
+        return [], e
+
+
+def _raise(error: Exception):
+    raise error
 
 
 def cmd_env(args: argparse.Namespace) -> int:
@@ -118,14 +132,11 @@ def cmd_project(args: argparse.Namespace) -> int:
     overrides = given_options(args)
     if not args.source.is_dir():
         raise InputError("--source", f"not a directory: {args.source}")
-    if args.targets:
-        overrides["targets"] = [t.strip() for x in args.targets for t in x.replace(";", ",")
-                                .split(",") if t.strip()]
     settings = load_settings(args.source, overrides=overrides, defines=args.defines,
                              config=args.config)
     echo = None if (args.json or args.quiet) else (lambda line: print(line, flush=True))
     builder = _source_builder(args, settings)
-    if builder is not None:  # not a CMake project: e.g. tdev's standalone torch_cuda build
+    if builder is not None:  # not a CMake project: a registered source builder builds it
         from .sources import SourceRequest
         return builder.run(SourceRequest(args.command, args, settings, echo))
     cmaker = CMaker(settings, echo=echo)
@@ -156,14 +167,14 @@ def cmd_project(args: argparse.Namespace) -> int:
 
 def _source_builder(args: argparse.Namespace, settings):
     """The installed source builder (:mod:`.sources`) for ``--source``, or None for CMake."""
-    from .sources import select
-    plan = getattr(args, "plan", False)
+    from .sources import given, select
+    options = given(args, getattr(args, "builder_options", []))
     backend = settings.backend
-    if plan:
+    if options:  # the backend by its profile's name (a .yaml file names one too)
         from .profile import load_profile
         backend = load_profile(settings.backend,
                                where=settings.sources.get("backend", "backend")).name
-    return select(args.source, backend, plan)
+    return select(args.source, backend, options, getattr(args, "source_builders", None))
 
 
 def explain(cmaker, as_json: bool) -> int:
@@ -194,12 +205,23 @@ def explain(cmaker, as_json: bool) -> int:
     return EXIT_OK
 
 
+class _Version(argparse.Action):
+    """``--version``: the version of the distribution that ships wrapped_cmake, looked up only
+    when asked."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"wrapped-cmake {_version()}")
+        parser.exit()
+
+
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-    try:
-        return version("tdev")
-    except PackageNotFoundError:
-        return "unknown (not installed)"
+    from importlib.metadata import PackageNotFoundError, packages_distributions, version
+    for dist in packages_distributions().get(__package__ or "wrapped_cmake", []):
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            continue
+    return "unknown (not installed)"
 
 
 def _quote(arg: str) -> str:

@@ -60,8 +60,10 @@ def arg_list(v: Any) -> list[str]:
 
 
 def name_list(v: Any) -> list[str]:
-    """A list of strings, or one string of names separated by ``;``, ``,`` or spaces."""
-    return [t for t in re.split(r"[;,\s]+", v) if t] if isinstance(v, str) else arg_list(v)
+    """Names separated by ``;``, ``,`` or spaces, in one string or in each of a list of strings
+    (``--target a,b --target c``)."""
+    items = [v] if isinstance(v, str) else arg_list(v)
+    return [t for item in items for t in re.split(r"[;,\s]+", item) if t]
 
 
 def arch_list(v: Any) -> str:

@@ -31,10 +31,10 @@ def write_hello_project(root: Path) -> Path:
 
 
 MODULE_CPP = """#include <Python.h>
-#ifndef TDEV_SIM_DEVICE
-#define TDEV_SIM_DEVICE 0
+#ifndef SIM_DEVICE
+#define SIM_DEVICE 0
 #endif
-static PyObject* answer(PyObject*, PyObject*) { return PyLong_FromLong(40 + 2 * TDEV_SIM_DEVICE); }
+static PyObject* answer(PyObject*, PyObject*) { return PyLong_FromLong(40 + 2 * SIM_DEVICE); }
 static PyMethodDef methods[] = {{"answer", answer, METH_NOARGS, "the answer"},
                                 {nullptr, nullptr, 0, nullptr}};
 static struct PyModuleDef mod = {PyModuleDef_HEAD_INIT, "%(name)s", nullptr, -1, methods};
@@ -44,7 +44,7 @@ PyMODINIT_FUNC PyInit_%(name)s(void) { return PyModule_Create(&mod); }
 
 def write_module_source(path: Path, name: str) -> Path:
     """A CPython extension module ``name`` (no pybind11, no torch headers: compiles in ~1 s)
-    whose ``answer()`` is 42 when built with the sim profile's ``TDEV_SIM_DEVICE=1``."""
+    whose ``answer()`` is 42 when built with the sim profile's ``SIM_DEVICE=1``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(MODULE_CPP % {"name": name})
     return path

@@ -27,13 +27,14 @@ docs: docs/standalone-build.md"""
 def register(sub) -> None:
     from tdev.extract import DEFAULT_OUT
     from wrapped_cmake.cli import EPILOG, project_options
+    from wrapped_cmake.sources import add_builder_options
 
     p = sub.add_parser("build", help="the standalone torch_cuda build of an extraction "
                        "(wrapped-cmake build --backend cuda)", description=HELP, epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     project_options(p, source=DEFAULT_OUT)
-    SOURCE.add_options(p.add_argument_group(SOURCE.title), "build")
-    p.set_defaults(func=run, backend="cuda")
+    p.set_defaults(func=run, backend="cuda", source_builders=[SOURCE],
+                   builder_options=add_builder_options(p, "build", [SOURCE]))
 
 
 def run(args: argparse.Namespace) -> int:
