@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Collection
 
 from tdev.scan import ppexpr
-from tdev.scan.cppsearch import NamedSearch, match_spans, searchers  # noqa: F401  (searchers: API)
+from tdev.scan.cppsearch import NamedSearch
 from tdev.scan.model import Evidence, merge_lines
 from tdev.scan.rules import CppRules
 

@@ -50,24 +50,6 @@ def searchers(pattern: re.Pattern[str]) -> tuple[Finder, ...]:
     return tuple(out)
 
 
-def match_spans(pattern: re.Pattern[str], finders: tuple[Finder, ...], text: str,
-                gates: dict[str, bool] | None = None):
-    """The matches of ``pattern.finditer(text)``, found through its ``searchers``; a finder's
-    second item, when not None, is a gate: a string every match contains (``gates`` caches
-    which occur in ``text``)."""
-    starts: set[int] = set()
-    gates = {} if gates is None else gates
-    for f, gate in finders:
-        if gate:
-            ok = gates.get(gate)
-            if ok is None:
-                ok = gates[gate] = gate in text
-            if not ok:
-                continue
-        _all_starts(f, text, starts)
-    return _rematch(pattern, starts, text)
-
-
 def _all_starts(f: re.Pattern[str], text: str, into: set[int]) -> None:
     m = f.search(text)
     while m is not None:
