@@ -196,3 +196,101 @@ def test_importing_every_wrapped_cmake_module_loads_no_tdev():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+# ---- the generic layer does not know its client --------------------------------------------
+# names of tdev (its package, commands, options, variables, the extraction's markers) that
+# wrapped_cmake, a CMake wrapper any project may use, must not contain: a source builder
+# registers its own options (wrapped_cmake.sources). Not listed: PyTorch's own names
+# (torch_cuda, TORCH_CUDA_ARCH_LIST), which the cuda profile needs.
+CLIENT_NAMES = ("tdev", "MANIFEST.json", "standalone", "extraction", "--plan", "--targets")
+
+
+def test_wrapped_cmake_names_no_tdev_option_marker_or_package():
+    files = [p for p in sorted(WRAPPED_CMAKE.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    assert any(p.suffix == ".yaml" for p in files) and any(p.name == "cli.py" for p in files)
+    found = [f"{p.relative_to(REPO)}:{n}: {name}"
+             for p in files for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1)
+             for name in CLIENT_NAMES if name.lower() in line.lower()]
+    assert not found, "\n".join(found)
+
+
+# ---- nothing shipped exists for the tests' sake ---------------------------------------------
+SHIPPED = {"basekit": REPO / "basekit", "wrapped_cmake": WRAPPED_CMAKE, "tdev": TDEV}
+# shipped modules no entry point, command or generated package imports, and why each ships
+NOT_IMPORTED = {
+    "tdev.data": "the shipped YAML (rules, layout, link-check data), read through importlib.resources",
+    "tdev.standalone.stage1_scripts.torchgen_driver": "run by the stage-1 python, never imported by tdev",
+    "tdev.standalone.cudac": "the real _CUDAC's sources and CMake arguments, for the overlay's "
+                             "cudac/CMakeLists.txt; no command builds it yet (tests/test_cudac_real.py does)",
+}
+
+
+def shipped_graph() -> dict[str, set[str]]:
+    g: dict[str, set[str]] = {}
+    for package, root in SHIPPED.items():
+        g.update(graph(root, package))
+    return g
+
+
+def product_roots(modules: set[str]) -> set[str]:
+    """Where the product starts: the console scripts and entry points (pyproject.toml), every
+    `tdev` command module, `python -m` modules, and what a generated package imports."""
+    import re
+    import tomllib
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    targets = list(project["scripts"].values())
+    targets += [v for group in project.get("entry-points", {}).values() for v in group.values()]
+    roots = {t.split(":")[0] for t in targets}
+    from tdev.cli.main import COMMANDS
+    roots |= {f"tdev.cli.{m}" for m in COMMANDS.values()}  # imported by name in tdev.cli.main
+    for package, root in SHIPPED.items():
+        for p in root.rglob("*.py"):
+            if p.name == "__main__.py" or re.search(r"__name__ == [\"']__main__[\"']", p.read_text()):
+                roots.add(module_name(p, root, package))
+    for p in (REPO / "templates").rglob("*"):
+        if p.is_file():
+            roots |= set(re.findall(r"(?m)^\s*(?:from|import)\s+((?:tdev|wrapped_cmake|basekit)[\w.]*)",
+                                    p.read_text(errors="replace")))
+    return roots
+
+
+def reachable(g: dict[str, set[str]], roots: set[str]) -> set[str]:
+    def module(name: str) -> str | None:  # `from a.b import c`: c may be a name, not a module
+        parts = name.split(".")
+        return next((".".join(parts[:i]) for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in g), None)
+
+    seen: set[str] = set()
+    todo = [m for m in map(module, roots) if m]
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo += [".".join(m.split(".")[:i]) for i in range(1, m.count(".") + 1)]  # its packages
+            todo += [t for t in map(module, g[m]) if t]
+    return seen
+
+
+def test_the_reachability_reader_follows_packages_names_and_stops(tmp_path):
+    g = {"a": set(), "a.cli": {"a.core.run"}, "a.core": set(), "a.core.run": {"b"}, "b": set(),
+         "a.only_tests": set()}
+    assert reachable(g, {"a.cli"}) == {"a", "a.cli", "a.core", "a.core.run", "b"}
+
+
+def test_nothing_shipped_is_imported_only_by_tests_or_benchmarks():
+    """Every module of basekit, wrapped_cmake and tdev is reached from the product (its entry
+    points, commands and generated packages) through the import graph, or is listed above
+    with the reason it ships; test support lives in tests/support."""
+    g = shipped_graph()
+    assert {"tdev.cli.main", "wrapped_cmake.cli", "basekit.errors"} <= set(g)
+    roots = product_roots(set(g))
+    assert {"tdev.cli.main", "wrapped_cmake.cli", "tdev.cli.scan_cmd", "wrapped_cmake.extension"} <= roots
+    unreached = set(g) - reachable(g, roots)
+    users = {m: sorted(str(p.relative_to(REPO)) for p in sorted([*REPO.glob("tests/**/*.py"),
+                                                                   *REPO.glob("benchmarks/**/*.py")])
+                      if m in imports_of(p, "tests"))
+             for m in unreached - set(NOT_IMPORTED)}
+    assert not users, "shipped but imported only by tests or benchmarks (or nothing): " + \
+        "; ".join(f"{m} <- {', '.join(u) or 'nothing'}" for m, u in sorted(users.items()))
+    assert set(NOT_IMPORTED) <= set(g) and not set(NOT_IMPORTED) & (set(g) - unreached), \
+        "an exception that is no longer one: take it out of NOT_IMPORTED"
