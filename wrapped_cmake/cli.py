@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 from .errors import EXIT_FAILED, EXIT_OK, InputError, exit_codes_epilog, run_command
-from .sources import add_builder_options
 
 EPILOG = """settings precedence (lowest first):
   defaults < pyproject.toml [tool.wrapped-cmake] of the source directory
@@ -31,6 +30,7 @@ docs: docs/wrapped-cmake.md"""
 def build_parser(builders: list | None = None) -> argparse.ArgumentParser:
     """The parser; ``builders``: the installed source builders (:mod:`.sources`), whose own
     options are added to the commands they take (loaded here when not given)."""
+    from .sources import add_builder_options
     if builders is None:
         builders, _ = _load_builders()
     parser = argparse.ArgumentParser(

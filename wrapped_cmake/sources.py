@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, distributions
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
@@ -120,10 +119,18 @@ def installed() -> list[SourceBuilder]:
     return builders
 
 
-def registered() -> list[EntryPoint]:
+def distributions():
+    """Every installed distribution (``importlib.metadata``, imported only when asked: keeps
+    start-up fast)."""
+    from importlib import metadata
+    return metadata.distributions()
+
+
+def registered() -> list:
     """The entry points of :data:`GROUP` of every installed distribution, once each. Unlike
     ``entry_points(group=...)``, a stale ``*.egg-info`` in the current directory (a source
     checkout) does not hide the registrations of the installed metadata of the same name."""
+    from importlib.metadata import EntryPoint
     found = {(ep.name, ep.value): ep for d in distributions() for ep in d.entry_points
              if ep.group == GROUP}
     for value in filter(None, (v.strip() for v in os.environ.get(ENV, "").split(","))):

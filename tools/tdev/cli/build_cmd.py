@@ -9,13 +9,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from wrapped_cmake.errors import EXIT_FAILED, EXIT_OK, InputError
-from wrapped_cmake.settings import Settings
-from wrapped_cmake.sources import SourceRequest
+from basekit.errors import EXIT_FAILED, EXIT_OK, InputError
+
+if TYPE_CHECKING:
+    from wrapped_cmake.settings import Settings
+    from wrapped_cmake.sources import SourceRequest
 
 HELP = """The standalone two-stage build of a `tdev extract` output (c10 on the CPU, then
 c10_cuda, _CUDAC and any further target sets of targets.yaml): the same build as
@@ -25,15 +26,30 @@ docs: docs/standalone-build.md"""
 
 
 def register(sub) -> None:
+    p = sub.add_parser("build", help="the standalone torch_cuda build of an extraction "
+                       "(wrapped-cmake build --backend cuda)", description=HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    parse = p.parse_known_args
+
+    def with_options(*args, **kwargs):
+        """wrapped-cmake's options are added when `tdev build` is what runs: the other
+        commands (and `tdev --help`) never import wrapped_cmake."""
+        p.parse_known_args = parse
+        _add_options(p)
+        return parse(*args, **kwargs)
+    p.parse_known_args = with_options
+    p.set_defaults(func=run)
+
+
+def _add_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``wrapped-cmake build`` (settings, -D, -C, output) and this builder's."""
     from tdev.extract import DEFAULT_OUT
     from wrapped_cmake.cli import EPILOG, project_options
     from wrapped_cmake.sources import add_builder_options
 
-    p = sub.add_parser("build", help="the standalone torch_cuda build of an extraction "
-                       "(wrapped-cmake build --backend cuda)", description=HELP, epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.epilog = EPILOG
     project_options(p, source=DEFAULT_OUT)
-    p.set_defaults(func=run, backend="cuda", source_builders=[SOURCE],
+    p.set_defaults(backend="cuda", source_builders=[SOURCE],
                    builder_options=add_builder_options(p, "build", [SOURCE]))
 
 
@@ -45,15 +61,15 @@ def run(args: argparse.Namespace) -> int:
     return cmd_project(argparse.Namespace(**{**vars(args), "command": "build"}))
 
 
-@dataclass(frozen=True)
 class TorchCudaSource:
-    """A ``tdev extract`` output (MANIFEST.json, no CMakeLists.txt) built with ``--backend cuda``."""
-    name: str = "torch_cuda"
-    backend: str = "cuda"
-    usage: str = "--backend cuda --source <a `tdev extract` output>"
-    title: str = ("standalone torch_cuda build (--source is a `tdev extract` output; --target "
-                  "names target sets of its targets.yaml, default c10_cuda,_CUDAC; "
-                  "docs/standalone-build.md)")
+    """A ``tdev extract`` output (MANIFEST.json, no CMakeLists.txt) built with ``--backend cuda``
+    (a plain class: ``dataclasses`` would cost every `tdev` command its import)."""
+    name = "torch_cuda"
+    backend = "cuda"
+    usage = "--backend cuda --source <a `tdev extract` output>"
+    title = ("standalone torch_cuda build (--source is a `tdev extract` output; --target "
+             "names target sets of its targets.yaml, default c10_cuda,_CUDAC; "
+             "docs/standalone-build.md)")
 
     def add_options(self, group, command: str) -> None:
         """The options of this build on ``command``'s parser (``group.add_argument``)."""
