@@ -1,7 +1,7 @@
 """Target sets of the standalone torch_cuda build, read from the overlay's ``targets.yaml``.
 
 A set names translation units by their original PyTorch paths (globs); matched against the
-extraction's manifest it gives the files a set compiles. ``select`` resolves ``--targets``
+extraction's manifest it gives the files a set compiles. ``select`` resolves ``--target``
 (with each set's ``requires``) and refuses sets this build cannot compile yet.
 """
 from __future__ import annotations
@@ -78,7 +78,7 @@ class TargetSets:
         return {u: next((n for n, ts in self.sets.items()
                          if any(glob_match(g, u) for g in ts.sources)), None) for u in units}
 
-    def select(self, names: list[str], where: str = "--targets") -> list[str]:
+    def select(self, names: list[str], where: str = "--target") -> list[str]:
         """The sets to build for ``names`` (defaults when empty), requirements first."""
         wanted = names or [n for n, ts in self.sets.items() if ts.default]
         order: list[str] = []
