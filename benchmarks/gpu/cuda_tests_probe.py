@@ -7,12 +7,16 @@ session when a torch CUDA library is mapped from anywhere but the runtime under 
 """
 from __future__ import annotations
 
+import glob
 import os
 import re
 import sys
 
 WATCH = re.compile(r"/(lib(torch|c10|caffe2)[^/]*\.so[^/]*|libcu[^/]*|libnccl[^/]*|libnvrtc[^/]*|"
                    r"libcudnn[^/]*|_C[^/]*\.so|_CUDAC[^/]*\.so)$")
+
+
+EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*)?(Error|Exception|Failure|Interrupt)\b.*")
 
 
 def mapped() -> list[str]:
@@ -28,12 +32,61 @@ def foreign(paths: list[str]) -> list[str]:
     return [p for p in paths if os.path.basename(p).startswith(own) and not p.startswith(root)]
 
 
+def _out() -> str:
+    return os.environ.get("OUT", ".")
+
+
+def pytest_configure(config):
+    """TDEV_CUDNN=0: cuDNN off for the session (torch.backends.cudnn.enabled = False), so the
+    rest of a file runs where cuDNN cannot (tests that turn it on again still reach it)."""
+    if os.environ.get("TDEV_CUDNN") == "0":
+        import torch
+        torch.backends.cudnn.enabled = False
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """TDEV_RESUME=1 (cuda_tests_lane.sh, after a test killed the process): the tests that
+    already have a result in $OUT/results_*.tsv, and those that crashed, are deselected, so the
+    run goes on where the crash stopped it."""
+    if os.environ.get("TDEV_RESUME") != "1":
+        return
+    done = set()
+    for path in glob.glob(os.path.join(_out(), "results_*.tsv")) + [os.path.join(_out(), "crashed.txt")]:
+        if os.path.exists(path):
+            with open(path, encoding="utf-8", errors="replace") as f:
+                done.update(line.split("\t")[0].split(" (signal")[0].strip() for line in f)
+    keep = [item for item in items if item.nodeid not in done]
+    if len(keep) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item.nodeid in done])
+        items[:] = keep
+
+
 def pytest_runtest_logstart(nodeid, location):
     """The test about to run, for cuda_tests.sh to name and deselect a test that kills the
     process (a segmentation fault ends pytest before it can report)."""
-    with open(os.path.join(os.environ.get("OUT", "."), "current_test.txt"), "w",
+    with open(os.path.join(_out(), "current_test.txt"), "w",
               encoding="utf-8") as f:
         f.write(nodeid + "\n")
+
+
+def pytest_runtest_logreport(report):
+    """Each test's result as it comes, in $OUT/results_<pid>.tsv: a run stopped at its budget
+    (which writes no junit XML) still counts what ran (benchmarks/gpu/junit_summary.py)."""
+    if report.outcome == "passed" and report.when != "call":
+        return
+    xfail = hasattr(report, "wasxfail")
+    kind = ("xfailed" if report.skipped else "xpassed") if xfail else report.outcome
+    if report.failed and report.when != "call":
+        kind = "errored"
+    msg = ""
+    if report.failed:
+        text = report.longreprtext or ""
+        raised = [ln.strip() for ln in text.splitlines() if EXCEPTION.match(ln.strip())]
+        lines = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ")]
+        msg = (raised[-1] if raised else lines[0] if lines else "")[:200]
+    with open(os.path.join(_out(), f"results_{os.getpid()}.tsv"), "a",
+              encoding="utf-8") as f:
+        f.write(f"{report.nodeid}\t{kind}\t{msg}\n")
 
 
 def pytest_sessionfinish(session, exitstatus):
