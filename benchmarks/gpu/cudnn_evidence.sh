@@ -10,7 +10,19 @@ echo "== the runtime under test"
 CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=$OUT/cudnn_log.txt python3 $here/cudnn_probe.py 2>&1 | tail -80
 grep -n -i -B2 -A8 "finalize\|error" $OUT/cudnn_log.txt 2>/dev/null | head -60
 echo "== this machine's own torch (its CUDA 13 build, same cuDNN)"
-(cd /tmp && env -u PYTHONPATH -u LD_LIBRARY_PATH -u TDEV_RT python3 $here/cudnn_probe.py 2>&1 | tail -80)
+(cd /tmp && env -u LD_LIBRARY_PATH -u TDEV_RT PYTHONPATH=$W/py python3 $here/cudnn_probe.py 2>&1 | tail -80)
+# the first cudnnCreate of a process dies in cuDNN's std::call_once running a stale once-callable
+# of libtorch_python's: which libstdc++ objects the process binds the once symbols to, and
+# whether one libstdc++ preloaded for all of them changes it
+conv='import torch; x = torch.randn(1, 3, 8, 8, device="cuda"); w = torch.randn(4, 3, 3, 3, device="cuda"); print("conv2d ok", torch.nn.functional.conv2d(x, w).sum().item())'
+echo "== once-symbol bindings (LD_DEBUG=bindings)"
+LD_DEBUG=bindings LD_DEBUG_OUTPUT=$OUT/ld python3 -c "$conv" 2>&1 | tail -3
+cat $OUT/ld.* 2>/dev/null | grep -E "__once_call|__once_callable|__once_proxy" | sed 's/^ *[0-9]*: *//' | sort | uniq -c | head -30; rm -f $OUT/ld.*
+stdcxx=$(python3 -c 'import ctypes.util; print(ctypes.util.find_library("stdc++"))')
+echo "== conv2d with LD_PRELOAD=$stdcxx"
+LD_PRELOAD=$(ldconfig -p | grep -m1 "libstdc++.so.6 " | sed 's/.*=> //') python3 -c "$conv" 2>&1 | tail -3
+echo "== conv2d with torch.backends.cudnn.enabled = False"
+python3 -c "import torch; torch.backends.cudnn.enabled = False; ${conv#import torch; }" 2>&1 | tail -3
 cd $W/test
 for t in TestCuda::test_cudnn_multiple_threads_same_device TestCuda::test_graph_cudnn_dropout; do
   echo "== $t"; LD_PRELOAD=$OUT/../segv_trace.so timeout 200 python3 -m pytest -p no:cacheprovider \
