@@ -11,7 +11,7 @@
 # usage: benchmarks/gpu/pack_cuda_tests.sh STAGED_BUILD STAGE1_SITE TREE TORCH_WHEEL_CP312 \
 #            CUDART_WHEEL CUPTI_WHEEL WHEELS_DIR
 # STAGED_BUILD: a build directory made with -D TORCH_CUDA_STAGE_ONLY=ON -D TORCH_CUDA_LIBRARIES=...
-# (docs/gpu-results.md, "PyTorch's own CUDA tests"); WHEELS_DIR: pytest, expecttest, ... as wheels.
+# (docs/cuda-tests.md); WHEELS_DIR: pytest, expecttest, ... as wheels.
 set -euo pipefail
 build=${1:?staged build}; site=${2:?stage-1 site-packages}; tree=${3:?PyTorch tree}
 wheel=${4:?torch wheel}; cudart=${5:?cudart wheel}; cupti=${6:?cupti wheel}; wheels=${7:?wheels dir}
