@@ -29,6 +29,9 @@ from tdev.patch.meta import render_meta
 
 from support.properties import ROUNDS, property_settings
 from support.patch import make_series, make_tree, tree_hash
+import pytest
+
+pytestmark = pytest.mark.slow  # integration: runs the CLI, builds or kills processes; not in the fast lane
 
 WORDS = st.sampled_from(["a", "b", "c", "", "\t", "xxxxx", "}", "#endif", "namespace at {",
                          "} // namespace at"])
@@ -164,8 +167,10 @@ def test_one_patch_changing_a_file_twice_keeps_the_promises(case):
 
 @st.composite
 def _case_u0(draw):
-    before = draw(TEXT)
-    return _series_case([_text(*before), _text(*draw(_version(before)))], [0])
+    texts = [draw(TEXT)]
+    for _ in range(draw(st.integers(1, 2))):
+        texts.append(draw(_version(texts[-1])))
+    return _series_case([_text(*t) for t in texts], [0] * (len(texts) - 1))
 
 
 @property_settings(ROUNDS["engine"])
@@ -175,8 +180,23 @@ def _case_u0(draw):
 @example(("x\na\na\ny\n", [("0001-p.patch", render_meta("p", "test", "not-needed", "") +
                                 "--- a/f.txt\n+++ b/f.txt\n@@ -2 +1,0 @@\n-a\n")], "x\na\ny\n"))
 @example(_series_case(["x\na\na\ny\n", "x\na\ny\n"], [0]))
+# stacked: the second adds a line where the same line already stands (no record can tell)
+@example(_series_case(["a\na\n", "a\na\na", "a\na\na\na"], [0, 0]))
+# stacked: the second takes away the line the first added
+@example(_series_case(["a\n", "a\na", ""], [0, 0]))
 def test_zero_context_diffs_keep_the_promises(case):
     """Diffs without context lines (``-U0``): where the texts cannot tell whether a patch is in
     (its deleted lines repeat, its added lines fit anywhere), tdev's record of what it applied
-    decides, so that status and unapply agree with apply."""
+    decides, so that status and unapply agree with apply; where there is no record to ask
+    (apply meets a patch whose added lines already stand where it adds them), apply refuses
+    the series up front, naming the patch, and writes nothing."""
+    upstream, patches, _ = case
+    assume(patches)
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = make_tree(Path(tmp) / "tree", {"f.txt": upstream})
+        first = ops.apply(make_series(Path(tmp) / "series", dict(patches)), tree)
+        if not first.ok and "cannot tell whether the patch is in" in first.message:
+            assert first.message.startswith(tuple(name + ": " for name, _ in patches)), first.message
+            assert (tree / "f.txt").read_bytes() == upstream.encode()
+            return
     _keeps_its_promises(case)

@@ -232,7 +232,9 @@ def classify(files: tuple[FilePatch, ...], read: Reader, fuzz: int = 0,
         rev = _attempt(rev_files, read, 0, direction == "forward")
         return ("applied", rev) if rev.exact else ("applies", fwd)
     rev = _attempt(rev_files, read, 0, direction == "forward")
-    if rev.exact and blind and in_tree is not None:  # both fit exactly: the caller knows
+    if rev.exact and blind:  # both fit exactly: only the caller can know
+        if in_tree is None:
+            return "conflict", _undecidable(fwd_files)
         return ("applies", fwd) if in_tree == (direction == "reverse") else ("applied", rev)
     if rev.ok and (rev.exact or not blind):
         return "applied", rev
@@ -254,6 +256,18 @@ def _attempt(files: tuple[FilePatch, ...], read: Reader, fuzz: int, backward: bo
     if backward:
         result.files.reverse()
     return result
+
+
+def _undecidable(files: tuple[FilePatch, ...]) -> Attempt:
+    """The answer where a patch without context and its reverse both fit exactly, and no record
+    says whether it is in: a refusal naming the file, not a guess."""
+    fp = next(f for f in files if not f.is_new and any(_anchorless(h) for h in f.hunks))
+    return Attempt([FileResult(fp.path, False, reason=(
+        f"{UNDECIDABLE}: a hunk without context lines (diff -U0) adds lines that already stand "
+        "where it adds them; give the patch context lines (diff -U3)"))])
+
+
+UNDECIDABLE = "cannot tell whether the patch is in"
 
 
 def _anchorless(hunk: Hunk) -> bool:

@@ -22,7 +22,7 @@ from basekit.docread import BadInput
 
 from . import owners as own
 from .diff import PatchFormatError
-from .engine import FileChange, classify
+from .engine import UNDECIDABLE, FileChange, classify
 from .meta import tree_version, version_matches
 from .model import Patch, PatchResult, Series, SeriesReport
 from .series import load_series
@@ -154,6 +154,8 @@ def survey(series: Series, tree: Tree, *, reverse: bool = False, fuzz: int = 0,
     record says this series put in a patch the forward walk reads as not in: stacked patches
     can leave a text that reads as the one before them (``b`` -> ``a`` -> ``b a``)."""
     first = plan(series, tree, reverse=reverse, fuzz=fuzz, version=version, keep=keep, recorded=recorded)
+    if any(r.state == "conflict" and UNDECIDABLE in r.reason for r in first.results):
+        return first  # the other walk could only guess too
     conflicts = any(r.state == "conflict" for r in first.results)
     doubted = not reverse and recorded is not None and any(
         r.state == "applies" and r.name in recorded for r in first.results)
@@ -161,7 +163,7 @@ def survey(series: Series, tree: Tree, *, reverse: bool = False, fuzz: int = 0,
         return first
     other = plan(series, tree, reverse=not reverse, fuzz=fuzz, version=version, recorded=recorded)
     done = "applies" if reverse else "applied"
-    if (conflicts or not other.blind) and all(r.state in (done, "excluded") for r in other.results):
+    if (conflicts or doubted or not other.blind) and all(r.state in (done, "excluded") for r in other.results):
         return Plan(other.results, {}, other.touched_applied)
     return first
 
