@@ -18,7 +18,10 @@ failing hunk says why. Checking the reverse before accepting a moved or fuzzed f
 keeps a patch that only adds lines from being applied twice. A hunk with fewer context lines at
 one end than at the other fits only at that end of the file (``Hunk.anchored``): one that
 appends to a file never fits again after its own added lines. Where both the patch and its
-reverse fit exactly, the caller's knowledge of what is in decides (``classify``'s ``in_tree``).
+reverse fit exactly, the caller's knowledge of what is in decides (``classify``'s ``in_tree``);
+where that rests on hunks without old lines and the caller does not know, the patch is refused
+(``UNDECIDABLE``) rather than guessed. A patch is reversed last file diff first (it may change
+one file twice).
 """
 from __future__ import annotations
 
