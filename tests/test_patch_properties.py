@@ -11,9 +11,9 @@ file. Promises:
 * unapply brings the tree back byte for byte (tdev's state included: nothing is left).
 
 Lines come from a small vocabulary (repeats abound: ambiguous context is the hard case), edits
-land anywhere, appends at the end included. Diffs without context (``-U0``) are left out: a hunk
-without old lines fits any text, so whether it is in can be told only where its added lines
-differ from the lines around them (tests/test_patch_format_hostile.py has those cases). Seeded; ``TDEV_PROPERTY_EXAMPLES`` sets how many
+land anywhere, appends at the end included. Diffs without context (``-U0``) have a test of
+their own: where the texts cannot tell whether such a patch is in, apply may refuse it up front.
+Seeded; ``TDEV_PROPERTY_EXAMPLES`` sets how many
 examples (see tests/support/properties.py)."""
 from __future__ import annotations
 
