@@ -5,7 +5,10 @@ torch_patches/cuda13 series. One test (about 10-20 minutes on 2 cores from a col
 cache, ~/.cache/tdev/ccache-aten, is kept between runs). It checks what the build promises:
 every unit the plan calls `built` is compiled (compile_commands.json) and nothing else, the
 registration is selective, the library is linked, and the link check's subset closure passes
-(every symbol left unresolved is one the stock libtorch_cuda defines)."""
+(every symbol left unresolved is one the stock libtorch_cuda defines). Then, with
+`torch_cuda_framework` added, the libraries are loaded in the stage-1 torch in place of the stock
+ones (`tdev registrations dump --libs --lazy`, no GPU) and the listed operators' CUDA
+registrations equal the stock ones."""
 from __future__ import annotations
 
 import json
@@ -18,14 +21,19 @@ import pytest
 
 from support.buildenv import clean_env
 
-from support.standalone import extract_for_tests
+from support.standalone import OVERLAY, extract_for_tests
+from tdev.standalone.opunits import load_op_table
 
 pytest_plugins = ("support.stage1",)
 pytestmark = pytest.mark.realtree
 
 CCACHE_DIR = Path.home() / ".cache" / "tdev" / "ccache-aten"
+OP_TABLE = OVERLAY / "op_units.yaml"
 CI_LINE = ["--target", "aten_cuda", "-D", "TORCH_CUDA_OPS=ci", "--cuda-arch-list", "9.0", "-j2",
            "--launcher", "ccache"]
+# the op-list build a runtime can load: the stock libtorch_python imports torch/csrc's CUDA
+# classes (vtables, typeinfo) from libtorch_cuda, so torch_cuda_framework goes in with aten_cuda
+LOADABLE_LINE = ["--target", "aten_cuda,torch_cuda_framework", *CI_LINE[2:]]
 
 
 def _wcm(ext: Path, build: Path, *args: str, env: dict) -> subprocess.CompletedProcess:
@@ -82,6 +90,78 @@ def test_ci_subset_builds_and_is_a_true_part_of_torch_cuda(pytorch_tree, stage1_
 
     again = _wcm(ext, build, *CI_LINE, env=env)  # a no-op build: nothing recompiles
     assert again.returncode == 0 and "Building" not in again.stdout, again.stdout[-2000:]
+
+    _registrations_of_the_op_list_equal_stock(ext, build, stage1_py, env, tmp_path)
+
+
+def _tdev(*args, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tdev", *map(str, args)], capture_output=True,
+                          text=True, env=env)
+
+
+def _registrations_of_the_op_list_equal_stock(ext, build, stage1_py, env, tmp_path):
+    """The op-list build in place of the stock CUDA libraries registers, for the listed
+    operators, the CUDA kernels the stock ones do; and the check can fail: operators outside
+    the list are not registered, a doctored stock table is caught."""
+    plan = _wcm(ext, build, "--plan", "--json", *LOADABLE_LINE, env=env)
+    assert plan.returncode == 0, plan.stderr
+    built_units = {r["unit"] for r in json.loads(plan.stdout)["accounting"]
+                   if r["status"] == "built"}
+    out = _wcm(ext, build, *LOADABLE_LINE, env=env)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
+    assert _compiled(build) == built_units
+    libs = build / "stage2" / "lib"
+    ops = ",".join(load_op_table(OP_TABLE).op_lists["ci"])
+
+    stock, built = tmp_path / "stock.json", tmp_path / "built.json"
+    done = _tdev("registrations", "dump", "--python", stage1_py, "-o", stock, env=env)
+    assert done.returncode == 0, done.stderr
+    # Python imports with RTLD_NOW: the functions units outside the op list define stop it
+    now = _tdev("registrations", "dump", "--python", stage1_py, "--libs", libs, env=env)
+    assert now.returncode == 2 and "undefined symbol: _ZN2at" in now.stderr, now.stderr
+    done = _tdev("registrations", "dump", "--python", stage1_py, "--libs", libs, "--lazy",
+                 "-o", built, env=env)
+    assert done.returncode == 0, done.stderr
+    s, b = json.loads(stock.read_text()), json.loads(built.read_text())
+    assert b["libtorch_cuda"] == [str((libs / "libtorch_cuda.so").resolve())]
+    assert s["libtorch_cuda"] and all(Path(p).parent != libs for p in s["libtorch_cuda"])
+
+    same = _tdev("registrations", "compare", stock, built, "--ops", ops, "--keys", "CUDA", env=env)
+    assert same.returncode == 0, same.stdout
+    assert {op for op, keys in b["ops"].items() if op.startswith("aten::") and "CUDA" in keys} \
+        >= {"aten::add.Tensor", "aten::mm.out", "aten::index_select", "aten::_softmax",
+            "aten::native_layer_norm", "aten::sum.dim_IntList", "aten::mul.out"}
+    # torch_cuda_framework's own operators (c10d's NCCL collectives, symmetric memory, c10d's
+    # quantization kernels) are all there too
+    framework = [op for op in s["ops"] if op.split("::")[0] in ("c10d", "symm_mem", "quantization")
+                 and "CUDA" in s["ops"][op]]
+    assert len(framework) > 20
+    fw = _tdev("registrations", "compare", stock, built, "--ops", ",".join(framework),
+               "--keys", "CUDA", env=env)
+    assert fw.returncode == 0, fw.stdout[-3000:]
+    # the other CUDA keys come from Register{Sparse,SparseCsr,NestedTensor,Quantized}CUDA.cpp,
+    # which an op-list build does not generate: those are the only keys the listed ops lack
+    every = json.loads(_tdev("registrations", "compare", stock, built, "--ops", ops, "--json",
+                             env=env).stdout)
+    assert every["differences"] and all(not d["extra"] and set(d["missing"]) <= {
+        "SparseCUDA", "SparseCsrCUDA", "NestedTensorCUDA", "QuantizedCUDA"}
+        for d in every["differences"]), every
+
+    # not vacuous: operators outside the list have no CUDA kernel in the subset ...
+    assert "CUDA" in s["ops"]["aten::bmm"] and "CUDA" not in b["ops"].get("aten::bmm", [])
+    outside = _tdev("registrations", "compare", stock, built, "--keys", "CUDA", env=env)
+    assert outside.returncode == 1 and "aten::bmm: missing CUDA" in outside.stdout
+    # ... and one listed operator's kernel taken out of (or added to) the stock table is caught
+    for op, change in (("aten::mm.out", "drop"), ("aten::mul.Scalar", "add")):
+        doctored = json.loads(stock.read_text())
+        keys = doctored["ops"].setdefault(op, [])
+        keys.remove("CUDA") if change == "drop" else keys.append("CUDA")
+        path = tmp_path / f"doctored-{change}.json"
+        path.write_text(json.dumps(doctored))
+        caught = _tdev("registrations", "compare", path, built, "--ops", ops, "--keys", "CUDA",
+                       env=env)
+        assert caught.returncode == 1, caught.stdout
+        assert f"{op}: {'extra' if change == 'drop' else 'missing'} CUDA" in caught.stdout
 
 
 def test_without_the_cuda13_series_cub_fails_named_with_its_first_error(pytorch_tree, stage1_py,

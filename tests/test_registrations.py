@@ -3,6 +3,7 @@ stage-1 environment loads its CUDA libraries without a GPU), compared, and bad t
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -19,7 +20,6 @@ ENV = {"PYTHONPATH": f"{REPO / 'tools'}:{REPO}"}
 
 
 def tdev(*args, cwd=None):
-    import os
     return subprocess.run([sys.executable, "-m", "tdev", *map(str, args)], capture_output=True,
                           text=True, env={**os.environ, **ENV}, cwd=cwd, timeout=600)
 
@@ -89,3 +89,45 @@ def test_a_torch_that_does_not_import_is_one_line(tmp_path):
     (tmp_path / "torch" / "__init__.py").write_text("raise OSError('libtorch_cuda.so: cannot open')\n")
     with pytest.raises(InputError, match="import torch failed .*libtorch_cuda.so: cannot open"):
         dump(sys.executable, env={"PYTHONPATH": str(tmp_path)})
+
+
+@pytest.mark.realtree
+def test_libs_are_read_in_place_of_the_stock_ones_leaving_the_environment_alone(stock, stage1,
+                                                                                  tmp_path):
+    """--libs: the stock CUDA libraries under another directory (hard links: other files for
+    the loader) are the ones the process maps, they register what the stock ones do, and the
+    stage-1 torch package is left as it was; a directory whose libtorch_cuda.so is another
+    library is not silently replaced by the stock one."""
+    libs = tmp_path / "lib"
+    libs.mkdir()
+    for name in ("libtorch_cuda.so", "libc10_cuda.so"):
+        os.link(stage1.lib_dir / name, libs / name)
+    before = sorted(p.name for p in stage1.torch_dir.iterdir()), sorted(
+        p.name for p in stage1.lib_dir.iterdir())
+    built = tmp_path / "built.json"
+    proc = tdev("registrations", "dump", "--python", stage1.python, "--libs", libs, "-o", built)
+    assert proc.returncode == 0, proc.stderr
+    assert load(built).libtorch_cuda == (str(libs / "libtorch_cuda.so"),)
+    assert tdev("registrations", "compare", stock, built).returncode == 0
+    assert (sorted(p.name for p in stage1.torch_dir.iterdir()),
+            sorted(p.name for p in stage1.lib_dir.iterdir())) == before
+
+    (libs / "libtorch_cuda.so").unlink()
+    os.link(stage1.lib_dir / "libc10_cuda.so", libs / "libtorch_cuda.so")  # not libtorch_cuda
+    proc = tdev("registrations", "dump", "--python", stage1.python, "--libs", libs)
+    assert proc.returncode == 2 and "import torch failed" in proc.stderr, proc.stderr
+
+
+@pytest.mark.realtree
+def test_libs_that_are_not_a_build_are_refused_naming_them(stage1, tmp_path):
+    def refused(libs, what):
+        proc = tdev("registrations", "dump", "--python", stage1.python, "--libs", libs)
+        assert proc.returncode == 2 and what in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    refused(tmp_path / "none", f"{tmp_path / 'none'}: not a directory")
+    libs = tmp_path / "lib"
+    libs.mkdir()
+    (libs / "libc10_cuda.so").write_bytes(b"")
+    refused(libs, "no libtorch_cuda.so here")
+    (libs / "libtorch_cuda.so").symlink_to(stage1.lib_dir / "libtorch_cuda.so")
+    refused(libs, f"{libs / 'libtorch_cuda.so'}: not a regular file")

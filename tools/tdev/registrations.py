@@ -7,13 +7,19 @@ them. :func:`dump` asks an interpreter (the stage-1 python with the stock librar
 whose torch has tdev's libraries in their place) for every operator and the CUDA dispatch keys
 that have a kernel; :func:`compare` says which operators gained or lost a key.
 
-``tdev registrations dump [--python PY] [-o FILE]`` and ``tdev registrations compare STOCK BUILT
-[--ops a,b]`` (tdev.cli.registrations_cmd).
+Built libraries are read in place of the stock ones without touching the interpreter's
+environment: :func:`overlay` makes a temporary package directory of links, the interpreter's
+torch with its CUDA libraries replaced by the built ones, put first on ``PYTHONPATH``.
+
+``tdev registrations dump [--python PY] [--libs DIR [--lazy]] [-o FILE]`` and ``tdev
+registrations compare STOCK BUILT [--ops a,b]`` (tdev.cli.registrations_cmd).
 """
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -25,10 +31,17 @@ FORMAT = "tdev-registrations"
 VERSION = 1
 TIMEOUT_S = 300
 MAX_BYTES = 32 << 20
+# the libraries a torch_cuda build makes; the overlay keeps none of the stock ones
+CUDA_LIBRARIES = ("libtorch_cuda.so", "libc10_cuda.so", "libcaffe2_nvrtc.so",
+                  "libtorch_cuda_linalg.so")
+REQUIRED = ("libtorch_cuda.so", "libc10_cuda.so")
 
 # run in the interpreter under test: every operator, the CUDA keys with a kernel (JSON on stdout)
+# (argv "lazy": functions bound on first call, see dump())
 _DUMP = """
-import json, sys
+import json, os, sys
+if sys.argv[1:] == ["lazy"]:
+    sys.setdlopenflags(os.RTLD_LAZY)
 import torch
 keys = sorted(k for k in torch._C.DispatchKey.__members__ if "CUDA" in k)
 ops = {}
@@ -64,17 +77,75 @@ class Difference:
     extra: tuple[str, ...]  # keys only the built runtime has
 
 
-def dump(python: Path, env: Mapping[str, str] | None = None) -> Registrations:
-    """The registrations of the torch ``python`` imports (with ``env``: PYTHONPATH, ...)."""
+def dump(python: Path, env: Mapping[str, str] | None = None, *, lazy: bool = False,
+         cwd: Path | None = None) -> Registrations:
+    """The registrations of the torch ``python`` imports (with ``env``: PYTHONPATH, ...).
+    ``lazy``: import it with RTLD_LAZY instead of Python's RTLD_NOW, so a function no unit of
+    the libraries defines is only an error when it is called (an op-list build); data
+    references (vtables, typeinfo, variables) must resolve either way."""
     try:
-        done = subprocess.run([str(python), "-c", _DUMP], capture_output=True, text=True,
-                              timeout=TIMEOUT_S, env=dict(env) if env is not None else None)
+        done = subprocess.run([str(python), "-c", _DUMP] + (["lazy"] if lazy else []),
+                              capture_output=True, text=True, timeout=TIMEOUT_S, cwd=cwd,
+                              env=dict(env) if env is not None else None)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise InputError(python, f"cannot run it: {e}") from None
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise InputError(python, f"import torch failed (exit {done.returncode}): {last}")
     return parse(done.stdout, str(python))
+
+
+def dump_with_libs(python: Path, torch_dir: Path, libs: Path, *, lazy: bool = False,
+                   env: Mapping[str, str] | None = None) -> Registrations:
+    """The registrations of ``python``'s torch (at ``torch_dir``) with the CUDA libraries of
+    ``libs`` in place of the stock ones, read through a temporary :func:`overlay`; the table
+    must show the process mapped ``libs``' libtorch_cuda and no other."""
+    base = dict(os.environ if env is None else env)
+    if lazy:
+        base.pop("LD_BIND_NOW", None)  # it would bind every function at load again
+    with tempfile.TemporaryDirectory(prefix="tdev-registrations-") as tmp:
+        root = overlay(torch_dir, libs, Path(tmp))
+        table = dump(python, {**base, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"},
+                     lazy=lazy, cwd=root)
+    mine = os.path.realpath(libs / "libtorch_cuda.so")
+    if not table.libtorch_cuda or any(os.path.realpath(p) != mine for p in table.libtorch_cuda):
+        mapped = ", ".join(table.libtorch_cuda) or "no libtorch_cuda.so"
+        raise InputError(libs, f"the process mapped {mapped}, not this directory's "
+                         "libtorch_cuda.so")
+    return table
+
+
+def overlay(torch_dir: Path, libs: Path, into: Path) -> Path:
+    """A package directory under ``into`` whose ``torch`` is ``torch_dir`` with the CUDA
+    libraries of ``libs`` in place of the stock ones (links only: nothing of ``torch_dir`` is
+    written). Its other entries link to ``torch_dir``'s neighbours, so the wheel's ``$ORIGIN``
+    paths (``../../nvidia/...``) resolve as in the installed package. Returns the directory."""
+    if not libs.is_dir():
+        raise InputError(libs, "not a directory of built libraries")
+    for name in CUDA_LIBRARIES:
+        f = libs / name
+        if (f.exists() or f.is_symlink()) and (f.is_symlink() or not f.is_file()):
+            raise InputError(f, "not a regular file")
+    missing = [n for n in REQUIRED if not (libs / n).is_file()]
+    if missing:
+        raise InputError(libs, f"no {', '.join(missing)} here (the build's stage2/lib)")
+    if not (torch_dir / "lib").is_dir():
+        raise InputError(torch_dir, "no lib/ directory: not an installed torch package")
+    root = into / "site"
+    (root / "torch" / "lib").mkdir(parents=True)
+    for entry in torch_dir.parent.iterdir():
+        if entry.name != "torch":
+            (root / entry.name).symlink_to(entry)
+    for entry in torch_dir.iterdir():
+        if entry.name != "lib":
+            (root / "torch" / entry.name).symlink_to(entry)
+    for entry in (torch_dir / "lib").iterdir():
+        if entry.name not in CUDA_LIBRARIES:
+            (root / "torch" / "lib" / entry.name).symlink_to(entry)
+    for name in CUDA_LIBRARIES:
+        if (libs / name).is_file():
+            (root / "torch" / "lib" / name).symlink_to((libs / name).resolve())
+    return root
 
 
 def parse(text: str, where: str) -> Registrations:
@@ -105,17 +176,23 @@ def compare(stock: Registrations, built: Registrations, ops: tuple[str, ...] | N
     """Operators whose CUDA keys differ (``ops``: only these; an overload name or a base name
     such as ``add``, which takes every ``aten::add.*``; ``keys``: only these dispatch keys)."""
     keys = set(stock.keys) & set(built.keys) & (set(keys) if keys is not None else set(stock.keys))
-    names = sorted(set(stock.ops) | set(built.ops))
-    if ops is not None:
-        wanted = {o if "::" in o else f"aten::{o}" for o in ops}
-        names = [n for n in names if n in wanted or n.split(".")[0] in wanted]
     out = []
-    for name in names:
+    for name in selected(stock, built, ops):
         s = set(stock.ops.get(name, ())) & keys
         b = set(built.ops.get(name, ())) & keys
         if s != b:
             out.append(Difference(name, tuple(sorted(s - b)), tuple(sorted(b - s))))
     return out
+
+
+def selected(stock: Registrations, built: Registrations,
+             ops: tuple[str, ...] | None = None) -> list[str]:
+    """The operators of either table that ``ops`` names (all of them when None)."""
+    names = sorted(set(stock.ops) | set(built.ops))
+    if ops is None:
+        return names
+    wanted = {o if "::" in o else f"aten::{o}" for o in ops}
+    return [n for n in names if n in wanted or n.split(".")[0] in wanted]
 
 
 def _strings(value) -> bool:

@@ -13,7 +13,8 @@ HELP = """Which operators have a kernel for which CUDA dispatch key (CUDA, Spars
 QuantizedCUDA, NestedTensorCUDA, AutocastCUDA, AutogradCUDA), as the dispatcher holds them once
 `import torch` loaded the CUDA libraries. No GPU is needed.
 
-  dump     ask an interpreter (default: the stage-1 python) and write the table as JSON
+  dump     ask an interpreter (default: the stage-1 python) and write the table as JSON;
+           --libs DIR: with a build's CUDA libraries in place of the stock ones
   compare  two tables: STOCK (the stock libraries) against BUILT (tdev's in their place);
            every operator that lost or gained a key is listed"""
 
@@ -25,6 +26,8 @@ EPILOG = exit_codes_epilog(
 examples:
   tdev registrations dump -o stock.json            # the stage-1 torch, stock libraries
   tdev registrations dump --python /opt/rt/bin/python -o built.json
+  tdev registrations dump --libs build/stage2/lib -o built.json   # a full build's libraries
+  tdev registrations dump --libs build/stage2/lib --lazy -o built.json   # an op-list build
   tdev registrations compare stock.json built.json --ops add,mul,mm"""
 
 
@@ -41,6 +44,14 @@ def register(sub) -> None:
                    help="the interpreter whose torch is read (default: the stage-1 python, "
                         "tools/setup-stage1.sh)")
     d.add_argument("--release", default="2.6.0", help="the stage-1 release (default 2.6.0)")
+    d.add_argument("--libs", type=Path, metavar="DIR",
+                   help="load the CUDA libraries of DIR (a build's stage2/lib: libtorch_cuda.so, "
+                        "libc10_cuda.so, ...) in place of the stock ones, through a temporary "
+                        "directory of links; the interpreter's environment is not touched")
+    d.add_argument("--lazy", action="store_true",
+                   help="import torch with lazy binding (RTLD_LAZY): for an op-list build, whose "
+                        "libtorch_cuda calls functions that units outside the list define; "
+                        "never for a full build, where an unbound function is a defect")
     d.add_argument("-o", "--output", type=Path, help="write the table here (default: stdout)")
     d.set_defaults(func=run_dump)
     c = verbs.add_parser("compare", help="STOCK against BUILT; exit 1 when they differ",
@@ -60,10 +71,16 @@ def run_dump(args) -> int:
     from basekit.fs import write_atomic
     from tdev.registrations import dump
     python = args.python
-    if python is None:
+    if args.libs is not None:
+        from tdev.registrations import dump_with_libs
         from tdev.standalone.wheel import find_stage1_torch
-        python = find_stage1_torch(None, args.release).python
-    table = dump(python)
+        stage1 = find_stage1_torch(python, args.release)
+        table = dump_with_libs(stage1.python, stage1.torch_dir, args.libs, lazy=args.lazy)
+    else:
+        if python is None:
+            from tdev.standalone.wheel import find_stage1_torch
+            python = find_stage1_torch(None, args.release).python
+        table = dump(python, lazy=args.lazy)
     text = json.dumps(table.to_dict(), indent=1, sort_keys=True) + "\n"
     if args.output:
         write_atomic(args.output, text.encode())
@@ -75,7 +92,7 @@ def run_dump(args) -> int:
 
 
 def run_compare(args) -> int:
-    from tdev.registrations import compare, load
+    from tdev.registrations import compare, load, selected
     stock, built = load(args.stock), load(args.built)
     ops, keys = _names(args.ops), _names(args.keys)
     unknown = sorted(set(keys or ()) - set(stock.keys))
@@ -92,7 +109,7 @@ def run_compare(args) -> int:
             parts = ([f"missing {', '.join(d.missing)}"] if d.missing else []) + \
                     ([f"extra {', '.join(d.extra)}"] if d.extra else [])
             print(f"  {d.op}: {'; '.join(parts)}")
-        n = len(ops) if ops else len(set(stock.ops) | set(built.ops))
+        n = len(selected(stock, built, ops))
         print(f"registrations: {'OK' if not diffs else 'DIFFER'}: {len(diffs)} of "
               f"{n} {'listed ' if ops else ''}operators differ ({args.stock} vs {args.built})")
     return EXIT_FAILED if diffs else EXIT_OK
