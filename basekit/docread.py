@@ -15,11 +15,13 @@ import os
 import re
 import stat
 from contextlib import contextmanager
-from typing import Any, Iterator
-
-import yaml
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Iterator
 
 from basekit.errors import InputError, one_line
+
+if TYPE_CHECKING:
+    import yaml
 
 MAX_BYTES = 64 * 1024 * 1024  # a document larger than this is refused
 MAX_DEPTH = 64  # nesting of collections in a YAML document
@@ -82,16 +84,31 @@ def read_text(path: str | os.PathLike, *, max_bytes: int = MAX_BYTES, what: str 
 
 # --- YAML ------------------------------------------------------------------------------------
 
-YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
+# PyYAML is imported when a YAML document is first read: a command that reads none starts faster
+
+
+@lru_cache(maxsize=None)
+def _loader():
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
+
+
+def __getattr__(name: str) -> Any:
+    if name == "YamlLoader":
+        return _loader()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def check_yaml_bounds(text: str, where: str, max_depth: int, max_nodes: int) -> None:
     """Walk the event stream (iterative in both parsers) and refuse deep nesting and documents
     whose aliases expand past ``max_nodes``, before anything recursive sees the document."""
+    import yaml
+
     sizes: dict[str, int] = {}  # anchor -> expanded node count
     stack: list[tuple[str | None, int]] = []  # (anchor, expanded count at its start)
     expanded = 0
-    for event in yaml.parse(text, Loader=YamlLoader):
+    for event in yaml.parse(text, Loader=_loader()):
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             if len(stack) >= max_depth:
                 mark = event.start_mark
@@ -127,6 +144,8 @@ def yaml_errors(where: str) -> Iterator[None]:
     """What parsing or constructing a YAML document raises, as one line of bad input naming
     ``where``: a syntax error (with its line), nesting too deep for the parser, an integer
     too long for Python to convert."""
+    import yaml
+
     try:
         yield
     except BadInput:
@@ -144,9 +163,11 @@ def yaml_errors(where: str) -> Iterator[None]:
 
 def load_yaml_text(text: str, where: str, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> Any:
     """The document in ``text`` (safe types only), bounded in depth and alias expansion."""
+    import yaml
+
     with yaml_errors(where):
         check_yaml_bounds(text, where, max_depth, max_nodes)
-        return yaml.load(text, Loader=YamlLoader)
+        return yaml.load(text, Loader=_loader())
 
 
 def load_yaml(path: str | os.PathLike, *, max_bytes: int = MAX_BYTES, what: str = "YAML file",
