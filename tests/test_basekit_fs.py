@@ -137,6 +137,7 @@ def _version(target: Path) -> int:
     return int(versions.pop())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("use_exchange", [True, False], ids=["exchange", "two-renames"])
 def test_kill_inside_replace_tree_leaves_old_or_new_and_recovery_cleans(tmp_path, use_exchange):
     target = tmp_path / "tree"

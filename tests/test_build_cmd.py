@@ -9,6 +9,9 @@ import sys
 from support.buildenv import clean_env
 
 from test_standalone_build import _extract, _plan_only_overlay, _tree
+import pytest
+
+pytestmark = pytest.mark.slow  # integration: runs the CLI, builds or kills processes; not in the fast lane
 
 
 def _run(cwd, *argv):

@@ -16,6 +16,8 @@ from tdev.extract.manifest import verify
 from support.extract import make_tree, scan_json, tdev
 from support.patch import tree_hash
 
+pytestmark = pytest.mark.slow  # integration: runs the CLI, builds or kills processes; not in the fast lane
+
 
 @pytest.fixture(scope="module")
 def extracted(tmp_path_factory):

@@ -23,6 +23,8 @@ from tdev.extract.manifest import verify
 from support.extract import extract, mini, tdev  # noqa: F401  (mini: a fixture)
 from support.patch import tree_hash
 
+pytestmark = pytest.mark.slow  # integration: runs the CLI, builds or kills processes; not in the fast lane
+
 EDITED = "torch_cuda/core/__init__.py"  # where the mini tree's torch/cuda/__init__.py lands
 
 

@@ -17,6 +17,8 @@ from tdev.extract.manifest import ManifestError
 
 from support.extract import make_tree, scan_json, tdev
 
+pytestmark = pytest.mark.slow  # integration: runs the CLI, builds or kills processes; not in the fast lane
+
 MANIFEST = "MANIFEST.json"
 
 

@@ -19,6 +19,8 @@ from tdev.scan.scanner import scan
 from support.extract import FILES, extract, make_tree, mini, tdev  # noqa: F401  (mini: a fixture)
 from support.patch import tree_hash
 
+pytestmark = pytest.mark.slow  # integration: runs the CLI, builds or kills processes; not in the fast lane
+
 
 
 def test_end_to_end(mini):

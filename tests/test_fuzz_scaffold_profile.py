@@ -19,6 +19,9 @@ from hypothesis import strategies as st
 
 from support.fuzzing import FUZZ, one_input
 from tdev.scaffold.profiles import ProfileError, VendorProfile, available_vendors, load_profile
+import pytest
+
+pytestmark = pytest.mark.slow  # integration: runs the CLI, builds or kills processes; not in the fast lane
 
 SHIPPED = {name: yaml.safe_load(path.read_text()) for name, path in available_vendors().items()}
 

@@ -23,6 +23,8 @@ from tdev.elf.header import check_elf
 from support.fuzzing import FUZZ
 from support.linkcheck import LIBM, read_or_error, small_lib  # noqa: F401  (a fixture)
 
+pytestmark = pytest.mark.slow  # integration: runs the CLI, builds or kills processes; not in the fast lane
+
 
 def test_truncations_of_a_library_are_bad_input(small_lib, tmp_path):
     """Cut at every byte of its first and last 256, and at 400 more places: never a table,

@@ -24,6 +24,8 @@ from tdev.extract import manifest
 from support.fuzzing import FUZZ
 from support.linkcheck import bounded, one_line_exit_2, small_lib, tdev  # noqa: F401  (a fixture)
 
+pytestmark = pytest.mark.slow  # integration: runs the CLI, builds or kills processes; not in the fast lane
+
 
 # --- dumps ----------------------------------------------------------------------------------------
 

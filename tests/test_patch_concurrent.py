@@ -25,6 +25,8 @@ from tdev.patch.tree import STATE_DIR
 from support.properties import ROUNDS, property_settings
 from support.patch import make_series, make_tree, numbered, patch_text, tdev, tree_hash
 
+pytestmark = pytest.mark.slow  # integration: runs the CLI, builds or kills processes; not in the fast lane
+
 FILE = "shared.txt"
 
 

@@ -13,6 +13,8 @@ from tdev.patch.tree import LOCK_NAME, STATE_DIR
 
 from support.patch import small, tdev, tree_hash  # noqa: F401 (fixture)
 
+pytestmark = pytest.mark.slow  # integration: runs the CLI, builds or kills processes; not in the fast lane
+
 
 def pytorch_like(tree: Path) -> Path:
     """The CLI refuses a tree that is not a PyTorch checkout; give the small tree the markers."""

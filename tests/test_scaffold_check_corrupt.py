@@ -18,6 +18,8 @@ from tdev.scaffold.check import CheckError, syntax_check
 from tdev.scaffold.scaffold import scaffold
 from tdev.scaffold.userwork import MARKER
 
+pytestmark = pytest.mark.slow  # integration: runs the CLI, builds or kills processes; not in the fast lane
+
 UNIT = "csrc/runtime/Stream.cpp"
 GARBAGE = b"\n\xff\xfe garbage \xc3\x28 }}}\n"
 

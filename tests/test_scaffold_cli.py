@@ -14,6 +14,8 @@ import pytest
 
 from tdev.cli.main import main
 
+pytestmark = pytest.mark.slow  # integration: runs the CLI, builds or kills processes; not in the fast lane
+
 
 def run(capsys, *argv):
     code = main(["scaffold", *argv])

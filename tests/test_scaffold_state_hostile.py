@@ -18,6 +18,8 @@ from tdev.scaffold.userwork import MARKER
 
 from support.patch import tree_hash
 
+pytestmark = pytest.mark.slow  # integration: runs the CLI, builds or kills processes; not in the fast lane
+
 
 def tdev(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     # timeout: a hang guard only (these runs take a few seconds)

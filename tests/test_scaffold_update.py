@@ -17,6 +17,8 @@ from tdev.scaffold.update import (ADDED, CONFLICT, DELETED, EDITED, KEPT, MERGED
                                   UNCHANGED, UPDATED, merge_file)
 from tdev.scaffold.userwork import BASE, MARKER, sha256
 
+pytestmark = pytest.mark.slow  # integration: runs the CLI, builds or kills processes; not in the fast lane
+
 HAL = "csrc/runtime/HAL.cpp"
 ROUTES = "torch_sim/backends.conf"
 VENDOR_LINE = "  // acme: retried twice on our boards\n"

@@ -19,6 +19,8 @@ from tdev.scaffold.profiles import parse_profile, vendors_dir
 from tdev.scaffold.render import MARKER, render_files
 from tdev.scaffold.scaffold import build_context, scaffold, template_root
 
+pytestmark = pytest.mark.slow  # integration: runs the CLI, builds or kills processes; not in the fast lane
+
 
 def run(capsys, *argv):
     code = main(["scaffold", *argv])

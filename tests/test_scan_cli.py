@@ -12,6 +12,8 @@ import pytest
 
 from tdev.scan.scanner import scan
 
+pytestmark = pytest.mark.slow  # integration: runs the CLI, builds or kills processes; not in the fast lane
+
 
 def tdev(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tdev", *args], capture_output=True, text=True,

@@ -20,6 +20,8 @@ from wrapped_cmake.settings import load_settings
 from support.buildenv import clean_env
 from support.projects import fake_newer_gcc, write_hello_project
 
+pytestmark = pytest.mark.slow  # integration: runs the CLI, builds or kills processes; not in the fast lane
+
 NVCC = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
 needs_nvcc = pytest.mark.skipif(not os.path.exists(NVCC), reason="no CUDA toolkit here")
 

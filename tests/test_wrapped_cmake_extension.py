@@ -17,6 +17,8 @@ from wrapped_cmake.extension_cmake import _b
 from support.buildenv import clean_env
 from support.projects import write_module_source
 
+pytestmark = pytest.mark.slow  # integration: runs the CLI, builds or kills processes; not in the fast lane
+
 NVCC = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
 SETUP = """from setuptools import setup
 from wrapped_cmake.extension import BuildExtension, NewDeviceCppExtension

@@ -16,6 +16,8 @@ from support.projects import write_hello_project
 
 from support.standalone import REPO, write_extraction
 
+pytestmark = pytest.mark.slow  # integration: runs the CLI, builds or kills processes; not in the fast lane
+
 
 def run(*args: str, cwd: Path | None = None, env: dict | None = None):
     return subprocess.run([sys.executable, "-m", "wrapped_cmake", *args], capture_output=True,
