@@ -44,6 +44,7 @@ NOT_INPUT = {
     "tdev.extract.ppcheck.NoPreprocessor": "no cpp on PATH: the split is skipped, a review item",
     "tdev.patch.diskio.LockBusy": "another run holds the lock (exit 1)",
     "tdev.route.record._Unsupported": "control flow: a call that cannot be recorded is dropped",
+    "tdev.scan.cmake_syntax.CMakeLineError": "PyTorch's CMake file: a scan warning",
     "tdev.scan.cmake_syntax.CMakeSyntaxError": "PyTorch's CMake file: a scan warning",
     "tdev.scan.cmakelists.CMakeEvalError": "PyTorch's CMake file: a scan warning",
     "tdev.scan.cmakelists._Return": "control flow of the CMake evaluator",

@@ -16,10 +16,16 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 
-class CMakeSyntaxError(ValueError):
+class CMakeLineError(ValueError):
+    """A problem at a line of a CMake file: ``line N: message``."""
+
     def __init__(self, line: int, message: str) -> None:
         super().__init__(f"line {line}: {message}")
         self.line = line
+
+
+class CMakeSyntaxError(CMakeLineError):
+    """Text CMake itself would reject."""
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from operator import attrgetter
 from typing import Callable
 
 from .cmake_regex import CMakeRegex, CMakeRegexError, compile_cmake_regex
-from .cmake_syntax import (VARREF, Command, CMakeSyntaxError, ForeachBlock, IfBlock, build_blocks,
+from .cmake_syntax import (VARREF, CMakeLineError, Command, CMakeSyntaxError, ForeachBlock, IfBlock, build_blocks,
                            needs_flag, negation_needs_flag, parse_condition, tokenize)
 
 __all__ = ["CMakeEvalError", "CMakeResult", "CMakeSyntaxError", "Item", "evaluate_cmake"]
@@ -40,12 +40,8 @@ MAX_WORK = 3_000_000  # items, characters, variable copies and regex steps of on
 # caffe2/CMakeLists.txt: ~0.16M)
 
 
-class CMakeEvalError(ValueError):
+class CMakeEvalError(CMakeLineError):
     """The file passes a bound of the evaluator: ``line N: cannot evaluate: <why>``."""
-
-    def __init__(self, line: int, why: str) -> None:
-        super().__init__(f"line {line}: {why}")
-        self.line = line
 
 
 @dataclass(frozen=True)
