@@ -2,9 +2,7 @@
 each of their file-system operations in turn (counted, not timed)."""
 from __future__ import annotations
 
-import io
 import os
-import signal
 import stat
 from pathlib import Path
 
@@ -13,59 +11,9 @@ import pytest
 from basekit import fs, trees
 from basekit.errors import InputError
 
+from support.kills import calls_of, killed_at
+
 FILES = 40
-
-
-# the file-system operations a kill point is counted in (os and io: pathlib writes through io.open)
-WATCHED = {os: ("open", "write", "fsync", "close", "replace", "rename", "link", "unlink", "mkdir",
-                "rmdir", "fchmod", "utime", "listdir", "scandir"),
-           io: ("open",)}
-
-
-def _watch(calls: list[int], kill_at: int | None) -> list[tuple[object, str, object]]:
-    """Count every WATCHED call in this process; SIGKILL just before the ``kill_at``-th.
-    Returns what to put back."""
-    saved = []
-    for module, names in WATCHED.items():
-        for name in names:
-            real = getattr(module, name)
-            saved.append((module, name, real))
-
-            def counted(*args, _real=real, **kwargs):
-                calls[0] += 1
-                if calls[0] == kill_at:
-                    os.kill(os.getpid(), signal.SIGKILL)
-                return _real(*args, **kwargs)
-            setattr(module, name, counted)
-    return saved
-
-
-def _calls(body) -> int:
-    """How many WATCHED operations one ``body()`` makes."""
-    calls = [0]
-    saved = _watch(calls, None)
-    try:
-        body()
-    finally:
-        for module, name, real in saved:
-            setattr(module, name, real)
-    return calls[0]
-
-
-def _killed_at(body, kill_at: int) -> None:
-    """Run ``body`` over and over in a forked child killed (SIGKILL) just before its
-    ``kill_at``-th file-system operation, and reap it: a count, not a clock, so that the same
-    number kills at the same point on a loaded machine as on an idle one."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            _watch([0], kill_at)
-            while True:
-                body()
-        finally:
-            os._exit(0)
-    _, status = os.waitpid(pid, 0)
-    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, (kill_at, status)
 
 
 def test_write_atomic_bytes_text_mode_and_time(tmp_path):
@@ -107,12 +55,12 @@ def test_kill_inside_write_atomic_leaves_old_or_new_and_next_write_sweeps(tmp_pa
     p = tmp_path / "data.bin"
     a, b = b"a" * (1 << 20), b"b" * (1 << 20)
     fs.write_atomic(p, a)
-    per_write = _calls(lambda: fs.write_atomic(p, a))
+    per_write = calls_of(lambda: fs.write_atomic(p, a))
     assert per_write >= 3  # at least open, write and rename: points inside the write
     seen = set()
     for kill_at in range(1, 2 * per_write + 1):  # every point of a first and a second write
         turn = iter(range(1 << 30))
-        _killed_at(lambda: fs.write_atomic(p, b if next(turn) % 2 == 0 else a), kill_at)
+        assert killed_at(lambda: fs.write_atomic(p, b if next(turn) % 2 == 0 else a), kill_at)
         content = p.read_bytes()
         assert content in (a, b), kill_at
         seen.add(content[:1])
@@ -142,14 +90,14 @@ def _version(target: Path) -> int:
 def test_kill_inside_replace_tree_leaves_old_or_new_and_recovery_cleans(tmp_path, use_exchange):
     target = tmp_path / "tree"
     trees.replace_tree(target, _fill(0))
-    per_replace = _calls(lambda: trees.replace_tree(target, _fill(0), use_exchange=use_exchange))
+    per_replace = calls_of(lambda: trees.replace_tree(target, _fill(0), use_exchange=use_exchange))
     assert per_replace > FILES  # every file of the fill is a point, and the steps around it
     versions = set()
     # points spread evenly over a first and a second replace (every one: ~400 forks, too slow)
     for kill_at in range(1, 2 * per_replace + 1, max(1, per_replace // 12)):
         counter = iter(range(1, 1 << 30))
-        _killed_at(lambda: trees.replace_tree(target, _fill(next(counter)), use_exchange=use_exchange),
-                   kill_at)
+        assert killed_at(lambda: trees.replace_tree(target, _fill(next(counter)), use_exchange=use_exchange),
+                         kill_at)
         if use_exchange and trees.exchange(tmp_path, tmp_path):
             assert target.is_dir(), kill_at  # RENAME_EXCHANGE: never a moment without the tree
         trees.recover_tree(target)
