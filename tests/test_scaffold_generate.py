@@ -180,8 +180,8 @@ def test_two_vendors_differ_only_where_their_profiles_do(tmp_path):
                       "csrc/aten/Unboxed.cpp",
                       "csrc/distributed/Collectives.cpp", "csrc/distributed/Collectives.h",
                       "csrc/runtime/HAL.cpp", "pyproject.toml",
-                      "setup.py", "tests/test_views.py", "torch_x/__init__.py", "torch_x/_config.py", "torch_x/backends.conf",
-                      "torch_x/distributed.py"]  # amp's dtypes: in _config.py
+                      "setup.py", "tests/test_views.py", "torch_x/_config.py", "torch_x/backends.conf",
+                      "torch_x/distributed.py"]  # the vendor's name and amp: in _config.py
 
 
 def test_backends_conf_comes_from_the_profile(generated):
