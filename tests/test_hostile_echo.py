@@ -112,3 +112,22 @@ def test_yaml_error_does_not_quote_the_file(text, tmp_path):
     with pytest.raises(InputError) as e:
         load_rules(f)
     assert str(e.value).startswith(f"{f}:1: invalid YAML (") and "secret" not in str(e.value)
+
+
+@pytest.mark.parametrize("profile", ["d/" * 3000 + "p.yaml", "n" * 5000 + ".yaml"],
+                         ids=["3000-levels", "5000-characters"])
+def test_marker_profile_path_the_system_cannot_take_is_one_line(profile, tmp_path, capsys):
+    """A marker's profile path is checked like a path given on the command line: 3,000 levels or
+    5,000 characters are one line naming the marker's profile, not an ENAMETOOLONG traceback."""
+    from tdev.scaffold.scaffold import scaffold
+    from tdev.scaffold.userwork import MARKER
+
+    out = tmp_path / "torch_sim"
+    scaffold("sim", out=out)
+    marker = json.loads((out / MARKER).read_text())
+    marker["profile"] = profile
+    marker.setdefault("profile_info", {})["given"] = "nosuch"
+    (out / MARKER).write_text(json.dumps(marker))
+    assert main(["scaffold", "--update", str(out)]) == 2
+    line = one_line(capsys)
+    assert re.search(r"path too (deep|long)|longer than 255 bytes", line), line

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 from basekit import docread
+from basekit.fs import path_problem, shortened
 from basekit.config import Document, KeyPath, conf, load_document_text
 from basekit.errors import InputError
 
@@ -202,6 +203,9 @@ def resolve_vendor(name_or_path: str) -> Path:
     """A shipped vendor name, or the path of a profile ``.yaml``."""
     if name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path:
         p = Path(name_or_path)
+        problem = path_problem(p)  # also a marker's recorded path, not only the command line's
+        if problem:
+            raise ProfileError(f"{shortened(p)}: {problem}")
         if not p.exists():
             raise ProfileError(f"{p}: no such profile file")
         return p  # _read refuses what is not a regular file
