@@ -70,6 +70,15 @@ def conf(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclass
                              metadata={_META: (key, check, one_or_many)})
 
 
+def reads_version(supported: int) -> Callable[[int], int]:
+    """A ``conf(check=...)`` for a file's ``version`` key: the one version this reader reads."""
+    def check(value: int) -> int:
+        if value != supported:
+            raise ValueError(f"version {value}; this reader reads {supported}")
+        return value
+    return check
+
+
 @dataclass(frozen=True)
 class _Field:
     name: str

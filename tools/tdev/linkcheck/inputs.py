@@ -14,19 +14,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Callable, Mapping, Sequence
 
-from basekit.config import conf, read_config
+from basekit.config import conf, read_config, reads_version
 from basekit.errors import InputError
 
 from tdev.elf.symbols import SymbolTable, read_tables
 from .groups import GroupRule
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "linkcheck.yaml"
-
-
-def _version(value: int) -> int:
-    if value != 1:
-        raise ValueError(f"version {value}; this reader reads 1")
-    return value
 
 
 @dataclass(frozen=True)
@@ -44,7 +38,7 @@ class CudaParts:
 
 @dataclass(frozen=True)
 class LinkData:
-    version: int = conf(check=_version)
+    version: int = conf(check=reads_version(1))
     build: tuple[str, ...] = ()
     stage1: Stage1Parts | None = None
     cuda: CudaParts = CudaParts()

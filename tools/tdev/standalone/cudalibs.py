@@ -22,19 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from basekit.config import conf, read_config
+from basekit.config import conf, read_config, reads_version
 from basekit.docread import read_text
 from basekit.errors import InputError, run_command
 
 from .wheel import Stage1Torch, release_name
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "cuda_libraries.yaml"
-
-
-def _version(value: int) -> int:
-    if value != 1:
-        raise ValueError(f"version {value}; this reader reads 1")
-    return value
 
 
 @dataclass(frozen=True)
@@ -66,7 +60,7 @@ class Stage1Pins:
 
 @dataclass(frozen=True)
 class CudaData:
-    version: int = conf(check=_version)
+    version: int = conf(check=reads_version(1))
     stage1: Stage1Pins = Stage1Pins()
     libraries: tuple[LibrarySpec, ...] = ()
 
