@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from support.files import make_tree
 from tdev.scan.buildfiles import BuildEvidence, BuildFact, evaluate_build_files
 from tdev.scan.cmake_syntax import CMakeSyntaxError, tokenize
 from tdev.scan.rules import BuildListSpec, BuildRules
@@ -177,14 +178,6 @@ def test_tokenizer_rejects_malformed_text(bad):
 
 
 # ------------------------------------------------------------------ CMake evaluation on small trees
-def make_tree(tmp_path: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        p = tmp_path / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return tmp_path
-
-
 CMAKE_RULES = BuildRules(bzl=(), cmake=(BuildListSpec("lib/CMakeLists.txt", ("GPU_SRCS*",), ("CPU_SRCS",)),),
                          gpu_flags=frozenset({"USE_CUDA", "USE_ROCM", "USE_CUDNN"}), rocm_flags=frozenset({"USE_ROCM"}))
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from support.files import make_tree as files_tree
 from tdev.scan.scanner import scan
 
 MIXED_DEVICE_CPP = """\
@@ -75,11 +76,8 @@ FILES = {
 
 
 def make_tree(root: Path, files: dict[str, str] | None = None) -> Path:
-    for rel, text in (FILES if files is None else files).items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return root
+    """The small mixed tree (FILES) or ``files`` under ``root``."""
+    return files_tree(root, FILES if files is None else files)
 
 
 def scan_json(root: Path, dest: Path, cache: Path) -> Path:

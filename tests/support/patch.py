@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from support.files import make_tree
 from tdev.patch.diff import format_file_patch, make_file_patch
 from tdev.patch.meta import render_meta
 
@@ -46,14 +47,6 @@ def copy_tree(src: Path, dst: Path) -> None:
 
 def numbered(n: int, prefix: str = "line") -> str:
     return "".join(f"{prefix} {i}\n" for i in range(1, n + 1))
-
-
-def make_tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return root
 
 
 def patch_text(changes: dict[str, tuple[str | None, str | None]], *, description: str = "test patch",
