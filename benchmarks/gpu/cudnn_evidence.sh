@@ -24,13 +24,12 @@ LD_PRELOAD=$(ldconfig -p | grep -m1 "libstdc++.so.6 " | sed 's/.*=> //') python3
 echo "== conv2d with torch.backends.cudnn.enabled = False"
 python3 -c "import torch; torch.backends.cudnn.enabled = False; ${conv#import torch; }" 2>&1 | tail -3
 cd $W/test
-for t in TestCuda::test_cudnn_multiple_threads_same_device TestCuda::test_graph_cudnn_dropout; do
+for t in test_cuda.py::TestCuda::test_cudnn_multiple_threads_same_device \
+         test_cuda.py::TestCuda::test_graph_cudnn_dropout \
+         test_torch.py::TestTorchDeviceTypeCUDA::test_conv_transposed_backward_agnostic_to_memory_format_cuda \
+         test_torch.py::TestTorchDeviceTypeCUDA::test_conv_transposed_large_cuda; do
   echo "== $t"; LD_PRELOAD=$OUT/../segv_trace.so timeout 200 python3 -m pytest -p no:cacheprovider \
-    -c $W/pytest.ini "test_cuda.py::$t" -q 2>&1 | grep -A40 "native backtrace\|passed\|failed" | head -45
-done
-for t in test_conv_transposed_backward_agnostic_to_memory_format_cuda test_conv_transposed_large_cuda; do
-  echo "== $t"; LD_PRELOAD=$OUT/../segv_trace.so timeout 200 python3 -m pytest -p no:cacheprovider \
-    -c $W/pytest.ini test_torch.py -k "$t" -q 2>&1 | grep -A40 "native backtrace\|passed\|failed" | head -45
+    -c $W/pytest.ini "$t" -q 2>&1 | grep -A40 "native backtrace\|passed\|failed" | head -45
 done
 echo "== the memory-snapshot tests alone (without test_memory_snapshot, which needs the network)"
 timeout 300 python3 -m pytest -p cuda_tests_probe -p no:cacheprovider -c $W/pytest.ini test_cuda.py \

@@ -34,8 +34,14 @@ def outcome(case: ET.Element) -> tuple[str, str]:
     return "passed", ""
 
 
-def lane(d: Path) -> list[str]:
-    last: dict[tuple[str, str], tuple[str, str, str]] = {}
+def of_nodeid(nodeid: str) -> str:
+    """test_cuda of "test/test_cuda.py::TestCuda::test_x"."""
+    return nodeid.split(".py")[0].split("/")[-1]
+
+
+def from_junit(d: Path) -> tuple[dict[str, tuple[str, str, str]], dict[str, float]]:
+    """Each test's last result in the lane's junit files, and each file's last run's wall time."""
+    last: dict[str, tuple[str, str, str]] = {}
     wall: dict[str, float] = {}
     for j in sorted(d.glob("junit_*.xml"), key=lambda p: int(p.stem.split("_")[1])):
         try:
@@ -43,30 +49,36 @@ def lane(d: Path) -> list[str]:
         except ET.ParseError:
             continue  # a run killed while writing its XML
         for suite in root.iter("testsuite"):
-            mods = {module(c.get("classname", "")) for c in suite.iter("testcase")}
-            for m in mods:
-                wall[m] = float(suite.get("time", 0))
             for c in suite.iter("testcase"):
-                kind, msg = outcome(c)
                 mod = module(c.get("classname", ""))
-                last[(c.get("classname", ""), c.get("name", ""))] = (mod, kind, msg)
-    tsvs = sorted(d.glob("results_*.tsv"), key=lambda p: p.stat().st_mtime)
-    if tsvs:  # written test by test (cuda_tests_probe): counts a run stopped before its XML
-        last = {}
-        for t in tsvs:
-            for row in t.read_text(encoding="utf-8", errors="replace").splitlines():
-                nodeid, kind, msg = (row.split("\t") + ["", ""])[:3]
-                mod = nodeid.split(".py")[0].split("/")[-1]
-                last[(nodeid, "")] = (mod, kind, msg)
+                wall[mod] = float(suite.get("time", 0))
+                last[f"{c.get('classname', '')}.{c.get('name', '')}"] = (mod, *outcome(c))
+    return last, wall
+
+
+def from_tsv(d: Path) -> dict[str, tuple[str, str, str]]:
+    """Each test's last result in results_*.tsv, written test by test (cuda_tests_probe): it
+    counts a run stopped before its XML."""
+    last: dict[str, tuple[str, str, str]] = {}
+    for t in sorted(d.glob("results_*.tsv"), key=lambda p: p.stat().st_mtime):
+        for row in t.read_text(encoding="utf-8", errors="replace").splitlines():
+            nodeid, kind, msg = (row.split("\t") + ["", ""])[:3]
+            last[nodeid] = (of_nodeid(nodeid), kind, msg)
+    return last
+
+
+def lane(d: Path) -> list[str]:
+    last, wall = from_junit(d)
+    last = from_tsv(d) or last
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     lines = []
-    for (cls, name), (mod, kind, msg) in sorted(last.items()):
+    for test, (mod, kind, msg) in sorted(last.items()):
         counts[mod][kind] += 1
         if kind in ("failed", "errored"):
-            lines.append(f"    {kind}: {cls}{'.' + name if name else ''}: {msg}")
+            lines.append(f"    {kind}: {test}: {msg}")
     crashed = (d / "crashed.txt").read_text().split("\n") if (d / "crashed.txt").exists() else []
     for c in filter(None, crashed):
-        counts[c.split(".py")[0].split("/")[-1]]["crashed"] += 1
+        counts[of_nodeid(c)]["crashed"] += 1
         lines.append(f"    crashed: {c}")
     out = []
     for mod, n in sorted(counts.items()):
