@@ -57,6 +57,8 @@ def register(sub) -> None:
                    "them (and files tdev did not write where the new tree puts one); other files "
                    "tdev did not write are kept either way")
     p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--html", type=Path, metavar="FILE", help="also write the plan as a self-contained HTML "
+                   "page: where every file comes from and goes (with --dry-run or a write)")
     p.add_argument("--jobs", "-j", type=int, default=2, help="parallel preprocessing checks and scan "
                    "workers (default: 2)")
     p.set_defaults(func=run)
@@ -72,6 +74,11 @@ def run(args: argparse.Namespace) -> int:
         return _verify(args)
     try:  # everything that can refuse without a plan, before the slow work
         plan = _plan(args, _preflight(args))
+        if args.html:
+            from tdev.pages.write import write_plan_page
+
+            size = write_plan_page(args.html, plan, str(args.out or DEFAULT_OUT))
+            print(f"{args.html}: the plan's page, {size:,} bytes", file=sys.stderr)
         if args.dry_run:
             _emit(args, plan, None)
             return EXIT_OK
@@ -83,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_options(args: argparse.Namespace) -> None:
     if args.verify:
-        if args.root is not None or args.in_tree or args.dry_run:
+        if args.root is not None or args.in_tree or args.dry_run or args.html:
             raise InputError("--verify", "takes only --out (and --json)")
     elif args.root is None:
         raise InputError("extract", "PYTORCH_ROOT is required (or --verify)")
@@ -111,6 +118,10 @@ def _preflight(args):
 
     check_root(args.root)
     layout = load_layout(args.layout)
+    if args.html:
+        from tdev.pages.write import check_page_path
+
+        check_page_path(args.html)
     if args.in_tree:
         from tdev.extract.intree import preflight as in_tree_preflight
 

@@ -42,6 +42,8 @@ def register(sub) -> None:
     p.add_argument("--jobs", "-j", type=int, help="worker processes (default: CPU count)")
     p.add_argument("--no-cache", action="store_true", help="read every file even if unchanged")
     p.add_argument("--fail-on-warnings", action="store_true", help="exit 1 when any file had a warning")
+    p.add_argument("--html", type=Path, metavar="FILE", help="also write the scan as a self-contained HTML "
+                   "page: a map of the tree by directory, sized by lines, coloured by kind, with the evidence")
     p.set_defaults(func=run)
 
 
@@ -53,9 +55,18 @@ def run(args: argparse.Namespace) -> int:
     if hasattr(sys.stdout, "reconfigure"):  # file names that are not UTF-8 print as their bytes
         sys.stdout.reconfigure(errors="surrogateescape")
     rules = load_rules(args.rules)
+    if args.html:
+        from tdev.pages.write import check_page_path
+
+        check_page_path(args.html)
     bar = Progress("scanning")
     result = scan(args.root, rules, jobs=args.jobs, use_cache=not args.no_cache, progress=bar)
     bar.close()
+    if args.html:  # every file, whatever --kind shows
+        from tdev.pages.write import write_scan_page
+
+        size = write_scan_page(args.html, result, args.root, rules)
+        print(f"{args.html}: the scan's page, {size:,} bytes", file=sys.stderr)
     if args.kind:
         result.files = [f for f in result.files if f.kind == args.kind]
     if args.output:

@@ -1,0 +1,49 @@
+"""Writing a page: the output path checked before the slow work, the page written atomically,
+and a path that cannot be written is one line of bad input."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from basekit.errors import InputError
+from basekit.fs import write_atomic
+
+
+def check_page_path(path: Path) -> None:
+    """Refuse at once an HTML output that cannot be written: a directory, a parent that is not
+    a directory, a parent that is not writable."""
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise InputError(str(path), "is a directory; --html takes a file name")
+    if not parent.is_dir():
+        raise InputError(str(path), f"{parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(str(path), f"cannot write in {parent}: permission denied or read-only")
+
+
+def write_page(path: Path, text: str) -> None:
+    try:
+        write_atomic(path, text, make_parents=False)
+    except OSError as e:
+        raise InputError(str(path), f"cannot write the page: {e.strerror or e}") from None
+
+
+def write_scan_page(path: Path, result, root: Path, rules) -> int:
+    """The scan map of ``result`` (lines counted in ``root`` with the scan's ``rules``) to
+    ``path``; returns its size in bytes."""
+    from .scanpage import render_scan_page
+    from .treelines import count_tree
+
+    text = render_scan_page(result, count_tree(root, rules).lines)
+    write_page(path, text)
+    return len(text.encode("utf-8"))
+
+
+def write_plan_page(path: Path, plan, out: str) -> int:
+    """The source-to-destination map of ``plan`` (written to ``out``) to ``path``; returns its
+    size in bytes."""
+    from .planpage import render_plan_page
+
+    text = render_plan_page(plan, out)
+    write_page(path, text)
+    return len(text.encode("utf-8"))
