@@ -55,6 +55,11 @@ shutil.rmtree(home / "include", ignore_errors=True)
 tmp.rename(home / "include")  # complete or absent: a killed run is redone
 PY
 fi
+# Debian's chromium: the tests open the pages of `tdev scan --html` and `tdev extract --html` in it
+if ! command -v chromium >/dev/null; then
+  log "apt-get install chromium"
+  apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2
+fi
 log "pip install -e .[test]"
 python3 -m pip install -q -e '.[test]' >&2
 log "ready: $(command -v tdev)"
