@@ -12,7 +12,7 @@ from tdev.patch import ops
 from tdev.patch.series import load_series, shipped_series_dir
 from tdev.patch.tree import STATE_DIR
 
-from support.patch import REPO, make_series, make_tree, numbered, patch_text, tree_hash
+from support.patch import REPO, make_series, make_tree, numbered, patch_text, tdev, tree_hash
 
 RENAME = """Description: move the script
 Why: a test needs it
@@ -110,3 +110,28 @@ def test_unapply_of_a_second_series_leaves_the_shared_change_of_the_first(pytorc
     assert [r.state for r in status.patches] == ["applied", "applied", "excluded"]
     assert ops.unapply(shipped, tree).ok
     assert tree_hash(tree) == before
+
+
+@pytest.mark.realtree
+def test_unapply_out_of_order_leaves_what_the_series_did_not_put_in(pytorch_tree, tmp_path):
+    """The shipped series taken out first, the extraction's series after it: the change both
+    hold is gone already, and the extraction's own record says it never put it in, so its
+    unapply takes out the rest and succeeds; the tree comes back to the byte."""
+    shipped = shipped_series_dir()
+    tree = copy_touched(pytorch_tree, tmp_path / "tree", shipped, EXTRACT)
+    before = tree_hash(tree)
+    src = ("--torch-src", str(tree))
+    assert tdev("patch", "apply", "--series", str(shipped), *src).returncode == 0
+    second = tdev("patch", "apply", "--series", str(EXTRACT), "--skip-applied", *src)
+    assert second.returncode == 0, second.stdout + second.stderr
+    first_out = tdev("patch", "unapply", "--series", str(shipped), *src)
+    assert first_out.returncode == 0, first_out.stdout + first_out.stderr
+    undo = tdev("patch", "unapply", "--series", str(EXTRACT), *src)
+    assert undo.returncode == 0, undo.stdout + undo.stderr
+    assert "not applied" not in undo.stdout + undo.stderr
+    shared = [line for line in undo.stdout.splitlines() if "0078-" in line]
+    assert len(shared) == 1 and shared[0].split()[0] == "kept", undo.stdout
+    assert "this series did not put it in" in shared[0]
+    assert tree_hash(tree) == before
+    again = tdev("patch", "unapply", "--series", str(EXTRACT), *src)  # nothing of it is left in
+    assert again.returncode == 1 and "not applied" in again.stderr + again.stdout

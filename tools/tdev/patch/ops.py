@@ -30,6 +30,7 @@ from .tree import STATE_DIR, PathRefused, Tree
 
 BASE_DIR = f"{STATE_DIR}/base"
 KEPT = "left in: it was in the tree before this series was applied (another series or by hand)"
+GONE = "not in the tree, and this series did not put it in: nothing to take out"
 
 
 @dataclass
@@ -99,7 +100,8 @@ def plan(series: Series, tree: Tree, *, reverse: bool = False, fuzz: int = 0,
          recorded: frozenset[str] | None = None) -> Plan:
     """Walk the series (backwards when ``reverse``). States are those of the tree before the
     run: "applied" patches are in the tree, "applies" ones are not but fit; on a backward walk
-    an applied patch named in ``keep`` (another series put it in) is "kept", not taken out.
+    a patch named in ``keep`` (this series did not put it in) is "kept": left in when it is in,
+    and no failure when it is out already (another series' unapply took it out).
     ``recorded``: the patches tdev's record says this series put in (None: no record); it
     decides where the texts cannot (a patch and its reverse both fit exactly)."""
     out = Plan()
@@ -118,8 +120,9 @@ def plan(series: Series, tree: Tree, *, reverse: bool = False, fuzz: int = 0,
                               True if recorded and patch.name in recorded else None)
         if reverse:  # name the states by what the tree holds, not by the direction
             state = {"applies": "applied", "applied": "applies"}.get(state, state)
-            if state == "applied" and patch.name in keep:
-                out.results.append(PatchResult(patch.name, "kept", tuple(att.files), KEPT, patch.meta))
+            if state in ("applied", "applies") and patch.name in keep:  # not this series' to take out
+                out.results.append(PatchResult(patch.name, "kept", tuple(att.files),
+                                               KEPT if state == "applied" else GONE, patch.meta))
                 continue
         out.blind = out.blind or att.blind
         taking = (state == "applied") if reverse else (state == "applies")
