@@ -1,0 +1,149 @@
+"""What `tdev port` writes: every file of an extraction, ported or copied, at its new place.
+
+The extraction's MANIFEST.json (read by ``tdev.extract.manifest``, its one reader) gives the
+files and, for the moved and supplemented ones, the path each had in PyTorch: the spelling its
+``#include``s use (the path below its include root). A profile's path rules give each file its
+new place; two files landing on one place are refused, naming the rule."""
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from basekit.errors import InputError
+from basekit.fs import safe_join
+from tdev.extract import manifest as xmanifest
+from tdev.extract.layout import MANIFEST_NAME, REPORT_NAME
+
+from .profile import Profile
+from .rewrite import Change, Porter, finish, lines_of
+
+INCLUDE_ROOTS = ("aten/src/", "")  # below these the PyTorch sources are spelled in #include
+MAX_SOURCE_BYTES = 16 * 1024 * 1024
+
+
+class PortError(InputError):
+    """The extraction cannot be ported with this profile (collisions, unreadable files)."""
+
+
+@dataclass(frozen=True)
+class PortedFile:
+    dest: str
+    source: str  # path in the extraction
+    data: bytes
+    exe: bool
+    ported: bool
+    changes: tuple[Change, ...] = ()
+
+    def applied(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for c in self.changes:
+            out[c.origin] = out.get(c.origin, 0) + 1
+        return out
+
+
+@dataclass
+class PortPlan:
+    extraction: str
+    profile: Profile
+    files: list[PortedFile]
+    torch: dict[str, Any]
+    unresolved: list[tuple[str, str]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        ported = [f for f in self.files if f.ported]
+        return {"files": len(self.files), "ported": len(ported),
+                "changed": sum(1 for f in ported if f.changes),
+                "changes": sum(len(f.changes) for f in ported),
+                "renamed": sum(1 for f in self.files if f.dest != f.source),
+                "copied": len(self.files) - len(ported)}
+
+
+def destinations(profile: Profile, paths: list[str]) -> dict[str, str]:
+    """source -> destination; PortError when two land on one place."""
+    out: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for p in paths:
+        d = profile.rename(p) if profile.ports(p) else p
+        if d in (MANIFEST_NAME, REPORT_NAME):
+            raise PortError(p, f"would be written over {d}")
+        if d in seen:
+            rules = [r.origin for r in profile.path_replace if r.source in p or r.source in seen[d]]
+            raise PortError(rules[0] if rules else profile.path,
+                            f"renames collide: {seen[d]} and {p} would both become {d}")
+        seen[d] = p
+        out[p] = d
+    return out
+
+
+def include_index(entries) -> dict[str, str]:
+    """Each moved or supplemented file's include spelling -> its path in the extraction."""
+    index: dict[str, str] = {}
+    for e in entries:
+        if e.role not in ("moved", "supplement") or not e.source:
+            continue
+        for root in INCLUDE_ROOTS:
+            if e.source.startswith(root):
+                index.setdefault(e.source[len(root):], e.path)
+                break
+    return index
+
+
+def make_plan(extraction: str | os.PathLike, profile: Profile) -> PortPlan:
+    out = Path(extraction)
+    m = xmanifest.load_manifest(out)
+    entries = [e for e in m.entries if e.role != "report"]
+    paths = sorted(e.path for e in entries)
+    dest = destinations(profile, paths)
+    index = include_index(entries)
+    listed = set(paths)
+    porter = Porter.of(profile)
+    unresolved: list[tuple[str, str]] = []
+
+    prefixes = profile.include_prefixes
+    by_spelling = profile.include_rename == "resolved"
+
+    def resolve(header: str, rel: str, quoted: bool) -> str | None:
+        if header.startswith(prefixes):
+            return profile.rename(header)
+        target = None
+        if quoted:
+            near = posixpath.normpath(posixpath.join(posixpath.dirname(rel), header))
+            if near in listed:
+                target = near
+        if target is None:
+            target = index.get(header)
+            if target is not None and not by_spelling:
+                unresolved.append((rel, header))  # kept as spelled; it names a renamed file
+                return None
+        if target is None:
+            if not header.startswith(("<", "/")) and "/" in header:
+                unresolved.append((rel, header))
+            return None
+        if dest[target] == target:
+            return None
+        return profile.rename(header) if profile.ports(target) else None
+
+    files = []
+    for p in paths:
+        path = os.path.join(out, p)  # every listed path was checked by the manifest reader
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if st.st_size > MAX_SOURCE_BYTES:
+                raise PortError(path, f"too large to port ({st.st_size} bytes)")
+            data = fh.read()
+        exe = bool(st.st_mode & 0o111)
+        if not profile.ports(p):
+            files.append(PortedFile(dest[p], p, data, exe, False))
+            continue
+        text = data.decode("utf-8", "surrogateescape")
+        new, edits = porter.port(text, p, resolve)
+        if not edits and profile.keep_unchanged_names and posixpath.dirname(dest[p]) == posixpath.dirname(p):
+            files.append(PortedFile(p, p, data, exe, True))
+            continue
+        new, extra = finish(porter, new, p, dest[p])
+        files.append(PortedFile(dest[p], p, new.encode("utf-8", "surrogateescape"), exe, True,
+                                tuple(sorted(lines_of(text, edits) + extra, key=lambda c: c.line))))
+    return PortPlan(str(out), profile, files, dict(m.torch), unresolved)

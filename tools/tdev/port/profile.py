@@ -1,0 +1,252 @@
+"""Port profiles: what `tdev port --to NAME` renames, as data (``profiles/NAME.yaml``, or a
+user's own file by path).
+
+Every entry keeps the file and line it came from, which the porter records as the evidence of
+each change. Refused with ``file:line``: an unknown key, a value of the wrong type, a name or
+header mapped twice to different targets (``names``, ``prefixes``, ``headers``), a path
+replacement that collides (two entries for one text)."""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from basekit.docread import BadInput, check_yaml_bounds, load_json, read_text, yaml_errors
+
+PROFILE_DIR = "profiles"
+SUPPORTED = 1
+MAX_PROFILE_BYTES = 8 * 1024 * 1024
+REGIONS = ("code", "comments", "strings")
+NAME_RE = re.compile(r"[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*(?:::)?|[\w./<>\"= -]+")
+
+
+class ProfileError(BadInput):
+    """A port profile that cannot be used."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One mapping entry: ``source -> target`` and where it is written."""
+    source: str
+    target: str
+    origin: str  # "file:line", or the derived table's name
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    path: str
+    sources: tuple[str, ...]  # where the tables come from, for a reader
+    names: dict[str, Rule]  # identifiers and qualified names, whole
+    prefixes: dict[str, Rule]  # identifier prefixes (an identifier that starts with one)
+    headers: dict[str, Rule]  # whole header names of #include
+    rewrite_in: frozenset[str]
+    port_files: tuple[str, ...]  # globs (file names) of the files ported
+    keep: tuple[str, ...]  # globs (paths) copied unported
+    path_replace: tuple[Rule, ...]  # substrings of directory and file names
+    extensions: dict[str, str]
+    banner: str
+    banner_files: tuple[str, ...]
+    device_include: dict[str, Any] = field(default_factory=dict)
+    device_math: dict[str, Any] = field(default_factory=dict)
+    compile_check: dict[str, Any] = field(default_factory=dict)
+    build: dict[str, Any] = field(default_factory=dict)
+    include_prefixes: tuple[str, ...] = ()  # spellings renamed even when the file is not in the extraction
+    include_rename: str = "resolved"  # or "prefixes": only spellings under include_prefixes (and quoted)
+    keep_unchanged_names: bool = False  # a file the port leaves as it is keeps its name in its directory
+    digest: str = ""
+
+    def ports(self, rel: str) -> bool:
+        base = rel.rsplit("/", 1)[-1]
+        return (any(fnmatchcase(base, g) for g in self.port_files)
+                and not any(fnmatchcase(rel, g) for g in self.keep))
+
+    def rename(self, rel: str) -> str:
+        """The ported path of ``rel`` (directories and file names, then the extension)."""
+        head, _, base = rel.rpartition("/")
+        stem, dot, ext = base.rpartition(".") if "." in base else (base, "", "")
+        ext = self.extensions.get(dot + ext, dot + ext)
+        for r in self.path_replace:
+            head, stem = head.replace(r.source, r.target), stem.replace(r.source, r.target)
+        return (head + "/" if head else "") + stem + ext
+
+
+KEYS = {"version", "name", "sources", "derived", "names", "prefixes", "headers", "rewrite_in",
+        "port_files", "keep", "paths", "banner", "banner_files", "device_include", "device_math",
+        "compile_check", "build", "includes", "keep_unchanged_names"}
+
+
+def shipped(name: str) -> Path:
+    return Path(str(resources.files("tdev.port") / PROFILE_DIR / f"{name}.yaml"))
+
+
+def shipped_names() -> list[str]:
+    d = Path(str(resources.files("tdev.port") / PROFILE_DIR))
+    return sorted(p.stem for p in d.glob("*.yaml"))
+
+
+def find(to: str) -> Path:
+    """A shipped profile's name, or a path to a YAML file."""
+    if "/" not in to and not to.endswith((".yaml", ".yml")):
+        p = shipped(to)
+        if not p.is_file():
+            raise ProfileError(to, f"no such port profile (shipped: {', '.join(shipped_names())}; "
+                                   "or give a path to a YAML file)")
+        return p
+    return Path(to)
+
+
+class _Reader:
+    def __init__(self, path: Path):
+        import yaml
+
+        self.path = os.fsdecode(path)
+        text = read_text(path, max_bytes=MAX_PROFILE_BYTES, what="the port profile")
+        with yaml_errors(self.path):
+            check_yaml_bounds(text, self.path, 16, 200_000)
+            root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        self.text = text
+        if root is None or root.tag != "tag:yaml.org,2002:map":
+            raise ProfileError(self.path, "a port profile is a mapping")
+        self.top = self.mapping(root, "the profile")
+
+    def at(self, node) -> str:
+        return f"{self.path}:{node.start_mark.line + 1}"
+
+    def fail(self, node, problem: str):
+        raise ProfileError(self.at(node), problem)
+
+    def mapping(self, node, what: str, *, unique_values: bool = False) -> dict[str, tuple[Any, Any]]:
+        """key -> (value node, key node); a key twice is refused, naming both lines."""
+        if node.tag != "tag:yaml.org,2002:map":
+            self.fail(node, f"{what} must be a mapping")
+        out: dict[str, tuple[Any, Any]] = {}
+        for k, v in node.value:
+            key = self.scalar(k, what)
+            if key in out:
+                first = out[key][1].start_mark.line + 1
+                if self.scalar(out[key][0], what) if unique_values else True:
+                    self.fail(k, f"{what}: {key!r} is given twice (first at line {first})"
+                              + (f": maps onto two targets" if unique_values else ""))
+            out[key] = (v, k)
+        return out
+
+    def scalar(self, node, what: str) -> str:
+        if node.tag == "tag:yaml.org,2002:map" or node.tag == "tag:yaml.org,2002:seq":
+            self.fail(node, f"{what}: expected a text")
+        return str(node.value)
+
+    def strings(self, node, what: str) -> tuple[str, ...]:
+        if node.tag != "tag:yaml.org,2002:seq":
+            self.fail(node, f"{what} must be a list")
+        return tuple(self.scalar(n, what) for n in node.value)
+
+    def rules(self, key: str, check=None) -> dict[str, Rule]:
+        if key not in self.top:
+            return {}
+        out: dict[str, Rule] = {}
+        for src, (v, k) in self.mapping(self.top[key][0], key, unique_values=True).items():
+            dst = self.scalar(v, key)
+            if check and (problem := check(src, dst)):
+                self.fail(k, f"{key}: {src!r}: {problem}")
+            out[src] = Rule(src, dst, self.at(k))
+        return out
+
+    def plain(self, key: str) -> Any:
+        import yaml
+
+        node = self.top.get(key, (None,))[0]
+        return None if node is None else yaml.load(yaml.serialize(node), Loader=yaml.SafeLoader)
+
+
+def _name_problem(src: str, dst: str) -> str | None:
+    if not NAME_RE.fullmatch(src) or not src.strip():
+        return "not a name (an identifier, or names joined by ::)"
+    if not dst.strip() and dst != "":
+        return "an empty target"
+    return None
+
+
+def load(path: str | os.PathLike) -> Profile:
+    import hashlib
+
+    r = _Reader(Path(path))
+    for key, (_, knode) in r.top.items():
+        if key not in KEYS:
+            r.fail(knode, f"unknown key {key!r} (known: {', '.join(sorted(KEYS))})")
+    version = r.plain("version")
+    if version != SUPPORTED:
+        raise ProfileError(r.path, f"version must be {SUPPORTED}, got {version!r}")
+    names: dict[str, Rule] = {}
+    if "derived" in r.top:
+        rel = r.scalar(r.top["derived"][0], "derived")
+        if "/" in rel or rel.startswith("."):
+            r.fail(r.top["derived"][0], "derived: a file name beside the profile")
+        names.update(_derived(Path(r.path).parent / rel))
+    own = r.rules("names", _name_problem)
+    names.update(own)  # the profile's own entries win over a derived table
+    paths = r.mapping(r.top["paths"][0], "paths") if "paths" in r.top else {}
+    replace = []
+    if "replace" in paths:
+        seen: dict[str, Any] = {}
+        for item in paths["replace"][0].value if paths["replace"][0].tag.endswith("seq") else \
+                r.fail(paths["replace"][0], "paths.replace must be a list of [from, to]"):
+            pair = r.strings(item, "paths.replace")
+            if len(pair) != 2 or not pair[0]:
+                r.fail(item, "paths.replace: each entry is [from, to]")
+            if pair[0] in seen:
+                r.fail(item, f"paths.replace: {pair[0]!r} is replaced twice (first at line "
+                             f"{seen[pair[0]].start_mark.line + 1}): maps onto two targets")
+            seen[pair[0]] = item
+            replace.append(Rule(pair[0], pair[1], r.at(item)))
+    extensions = {k: r.scalar(v, "paths.extensions") for k, (v, _) in
+                  r.mapping(paths["extensions"][0], "paths.extensions", unique_values=True).items()} \
+        if "extensions" in paths else {}
+    rewrite_in = frozenset(r.plain("rewrite_in") or ["code"])
+    if not rewrite_in <= set(REGIONS) or "code" not in rewrite_in:
+        r.fail(r.top["rewrite_in"][0], f"rewrite_in: a list of {', '.join(REGIONS)} that holds code")
+    inc = r.plain("includes") or {}
+    if not isinstance(inc, dict) or inc.get("rename", "resolved") not in ("resolved", "prefixes"):
+        r.fail(r.top["includes"][0], "includes: {rename: resolved|prefixes, prefixes: [...]}")
+    lst = lambda k: r.strings(r.top[k][0], k) if k in r.top else ()  # noqa: E731
+    return Profile(
+        name=str(r.plain("name") or Path(r.path).stem), path=r.path, sources=lst("sources"),
+        names=names, prefixes=r.rules("prefixes", _name_problem), headers=r.rules("headers"),
+        rewrite_in=rewrite_in, port_files=lst("port_files"), keep=lst("keep"), path_replace=tuple(replace),
+        extensions=extensions, banner=str(r.plain("banner") or ""), banner_files=lst("banner_files"),
+        device_include=r.plain("device_include") or {},
+        device_math=_math(r), compile_check=r.plain("compile_check") or {}, build=r.plain("build") or {},
+        include_prefixes=tuple(inc.get("prefixes", ())), include_rename=str(inc.get("rename", "resolved")),
+        keep_unchanged_names=bool(r.plain("keep_unchanged_names")),
+        digest=hashlib.sha256(r.text.encode() + b"".join(
+            (Path(r.path).parent / r.scalar(r.top["derived"][0], "d")).read_bytes() for _ in
+            (["derived"] if "derived" in r.top else []))).hexdigest())
+
+
+def _derived(path: Path) -> dict[str, Rule]:
+    doc = load_json(path, what="a derived port table")
+    if not isinstance(doc, dict) or not isinstance(doc.get("names"), dict):
+        raise ProfileError(path, "a derived table has 'names': {name: [target, table, tags]}")
+    out = {}
+    for src, row in doc["names"].items():
+        if not (isinstance(row, list) and row and isinstance(row[0], str)):
+            raise ProfileError(path, f"{src!r}: expected [target, table, tags]")
+        out[src] = Rule(src, row[0], f"{path.name}: {row[1] if len(row) > 1 else 'table'}")
+    return out
+
+
+def _math(r: _Reader) -> dict[str, Any]:
+    """``device_math``: files, except, and ``map`` (or ``derived: true``: the derived table's)."""
+    math = dict(r.plain("device_math") or {})
+    if math.pop("derived", False):
+        node = r.top["derived"][0] if "derived" in r.top else r.fail(r.top["device_math"][0], "no derived table")
+        math["map"] = {**load_json(Path(r.path).parent / r.scalar(node, "derived"))["math"], **math.get("map", {})}
+    return math
+
+
+def load_named(to: str) -> Profile:
+    return load(find(to))

@@ -1,0 +1,153 @@
+"""Port one source file's text with a profile: the pure core of `tdev port`.
+
+Names (identifiers and ``::``-qualified names) are rewritten whole where the profile says:
+in code always, in comments and string literals only when its ``rewrite_in`` lists them.
+``#include`` header names are mapped whole (``headers``), or resolved against the extraction
+and renamed like the file they name. Each change is a ``Change`` (line, old, new, the profile
+entry), the evidence the manifest and ``--dry-run`` show."""
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Callable
+
+from .lexer import CHAR, COMMENT, INCLUDE, STRING, Region, names_pattern, region_at, regions
+from .profile import Profile, Rule
+
+
+@dataclass(frozen=True)
+class Change:
+    line: int
+    old: str
+    new: str
+    origin: str  # the profile entry: file:line, a derived table, or "include" / "device"
+
+    def to_json(self) -> list:
+        return [self.line, self.old, self.new, self.origin]
+
+
+# an include spelling -> the ported spelling when it names a file of the extraction, else None
+Resolver = Callable[[str, str, bool], "str | None"]
+
+
+@dataclass(frozen=True)
+class Porter:
+    profile: Profile
+    words: re.Pattern
+    headers: dict[str, Rule]
+
+    @classmethod
+    def of(cls, profile: Profile) -> "Porter":
+        headers = dict(profile.headers)
+        names = {}
+        for k, rule in profile.names.items():  # path-like names are header names too
+            for lead in ("include <", 'include "'):  # a derived entry written with its directive
+                if k.startswith(lead) and rule.target.startswith(lead):
+                    headers.setdefault(k[len(lead):], Rule(k[len(lead):], rule.target[len(lead):], rule.origin))
+            if k.startswith("<") and k.endswith(">") and rule.target.startswith("<"):
+                headers.setdefault(k[1:-1], Rule(k[1:-1], rule.target[1:-1], rule.origin))
+            if ("/" in k or k.endswith((".h", ".cuh", ".hpp"))) and "::" not in k and " " not in k:
+                headers.setdefault(k, rule)
+            if not k.startswith(("include <", 'include "')):
+                names[k] = rule
+        return cls(profile, names_pattern(names, profile.prefixes), headers)
+
+    def _replace_name(self, word: str) -> tuple[str, Rule] | None:
+        rule = self.profile.names.get(word)
+        if rule is not None:
+            return rule.target, rule
+        best = None
+        for p, r in self.profile.prefixes.items():
+            if word.startswith(p) and (best is None or len(p) > len(best.source)):
+                best = r
+        return None if best is None else (best.target + word[len(best.source):], best)
+
+    def port(self, text: str, rel: str, resolve: Resolver) -> tuple[str, list[tuple[int, str, str, str]]]:
+        """The ported text and its changes as (offset, old, new, origin)."""
+        prof = self.profile
+        allowed = {COMMENT: "comments" in prof.rewrite_in, STRING: "strings" in prof.rewrite_in,
+                   CHAR: "strings" in prof.rewrite_in, INCLUDE: False}
+        found = regions(text)
+        starts = [r.start for r in found]
+        edits: list[tuple[int, str, str, str]] = []
+        for inc in (r for r in found if r.kind == INCLUDE):
+            self._include(text, inc, rel, resolve, edits)
+        for m in self.words.finditer(text):
+            where = region_at(starts, found, m.start())
+            if where is not None and not allowed[where.kind]:
+                if where.kind == INCLUDE and self._inside_kept_header(where, m, edits):
+                    pass
+                else:
+                    continue
+            got = self._replace_name(m.group(0))
+            if got is not None:
+                edits.append((m.start(), m.group(0), got[0], got[1].origin))
+        edits.sort()
+        pieces, pos = [], 0
+        for off, old, new, _ in edits:
+            if off < pos:  # inside a header name mapped whole
+                continue
+            pieces.append(text[pos:off])
+            pieces.append(new)
+            pos = off + len(old)
+        pieces.append(text[pos:])
+        return "".join(pieces), [e for e in edits]
+
+    @staticmethod
+    def _inside_kept_header(where: Region, m: re.Match, edits: list) -> bool:
+        """A name inside a header name that no header rule or rename took: rewritten as text,
+        like the rest of the directive."""
+        return not any(e[0] == where.header[0] for e in edits)
+
+    def _include(self, text: str, inc: Region, rel: str, resolve: Resolver, edits: list) -> None:
+        a, b = inc.header
+        header = text[a:b]
+        quoted = text[a - 1] == '"'
+        rule = self.headers.get(header)
+        if rule is not None:
+            edits.append((a, header, rule.target, rule.origin))
+            return
+        found = resolve(header, rel, quoted)
+        if found is not None and found != header:
+            edits.append((a, header, found, "include: renamed with the file it names"))
+
+
+def finish(porter: Porter, text: str, rel: str, dest: str) -> tuple[str, list[Change]]:
+    """What a profile adds around a ported file, and its evidence (lines of the file before the
+    port: nothing above adds or removes a line): device math, the device-code include, the
+    banner (the banner first in the file)."""
+    prof = porter.profile
+    base = dest.rsplit("/", 1)[-1]
+    changes: list[Change] = []
+    math = prof.device_math
+    if math and any(fnmatchcase(base, g) for g in math.get("files", ())) and \
+            not any(fnmatchcase(rel, g) for g in math.get("except", ())):
+        for old, new in math.get("map", {}).items():
+            key, pos = old + "(", 0
+            while (pos := text.find(key, pos)) >= 0:
+                changes.append(Change(text.count("\n", 0, pos) + 1, old, new, "device_math"))
+                pos += len(key)
+            text = text.replace(key, new + "(")
+    inc = prof.device_include
+    if inc and not any(f"#include <{h}>" in text or f'#include "{h}"' in text
+                       for h in inc.get("unless_included", ())):
+        if any(w in text for w in inc.get("when", ())) or \
+                ("when_pattern" in inc and re.search(inc["when_pattern"], text)):
+            text = f"#include {inc['include']}\n" + text
+            changes.append(Change(1, "", f"#include {inc['include']}", "device_include"))
+    if prof.banner and any(fnmatchcase(base, g) for g in prof.banner_files):
+        text = prof.banner + "\n" + text
+    changes.sort(key=lambda c: c.line)
+    return text, changes
+
+
+def lines_of(text: str, edits: list) -> list[Change]:
+    """Offsets (in the text before the port) as line numbers."""
+    out, line, pos = [], 1, 0
+    for off, old, new, origin in sorted(edits, key=lambda e: e[0]):
+        line += text.count("\n", pos, off)
+        pos = max(pos, off)
+        out.append(Change(line, old, new, origin))
+    return out
