@@ -29,6 +29,8 @@ def group_paths(paths: Iterable[str], limit: int) -> dict[str, str]:
         groups[_dir_at(p, 1)].append(p)
     least = max(2, sum(map(len, groups.values())) // 40)
     small = [g for g in groups if len(groups[g]) < least]
+    by_size = sorted(groups, key=lambda g: (len(groups[g]), g))
+    small += by_size[len(small):len(by_size) - limit + 1]  # and the smallest past the limit
     if len(small) > 1:  # top-level directories of a few paths each: one group
         groups[OTHERS] = [p for g in small for p in groups.pop(g)]
     final: set[str] = {OTHERS}
@@ -46,7 +48,7 @@ def group_paths(paths: Iterable[str], limit: int) -> dict[str, str]:
             continue
         final.add(g)
         subs = sorted((k for k in split if k != g and len(split[k]) >= least),
-                      key=lambda k: (-len(split[k]), k))[:limit - len(groups)]
+                      key=lambda k: (-len(split[k]), k))[:max(0, limit - len(groups))]
         for k in subs:
             groups[k] = split[k]
         kept = set(subs)
@@ -92,8 +94,8 @@ def _fit(nodes: Counter, height: float, gap: float) -> float:
 
 
 def sankey_svg(flows: list[Flow], *, width: int = 1200, height: int = 720) -> str:
-    """The flows as one SVG: sources stacked by name, destinations in the order of their
-    sources (fewer crossings), bands by count."""
+    """The flows as one SVG at most ``height`` high: sources stacked by name, destinations in
+    the order of their sources (fewer crossings), bands by count."""
     left, right = Counter(), Counter()
     for f in flows:
         left[f.source] += f.count
@@ -108,6 +110,7 @@ def sankey_svg(flows: list[Flow], *, width: int = 1200, height: int = 720) -> st
     rorder = sorted(right, key=lambda d: (centre[d], d))
     lpos, rpos = _place(left, lorder, scale, gap, 10), _place(right, rorder, scale, gap, 10)
     rrank = {name: i for i, name in enumerate(rorder)}
+    height = int(max([p[1] for p in (*lpos.values(), *rpos.values())], default=0) + 12)
     parts = [f"<svg id=\"flows\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" "
              "xmlns=\"http://www.w3.org/2000/svg\" role=\"img\">"]
     for f in sorted(flows, key=lambda f: (rank[f.source], rrank[f.dest], f.kind)):
