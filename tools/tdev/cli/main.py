@@ -25,6 +25,7 @@ COMMANDS = {
     "build": "build_cmd",
     "link-check": "linkcheck_cmd",
     "registrations": "registrations_cmd",
+    "port": "port_cmd",
 }
 
 # numeric options of any command (by dest) and the least value each takes: processes, rounds,

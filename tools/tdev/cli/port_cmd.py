@@ -1,0 +1,125 @@
+"""`tdev port`: make third_device/torch_<vendor> from a torch_cuda extraction, or verify one."""
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+from pathlib import Path
+
+from basekit.errors import EXIT_FAILED, EXIT_OK, InputError, exit_codes_epilog
+
+HELP = """Port a torch_cuda extraction (tdev extract) to a CUDA-like vendor with a port profile.
+
+A profile (shipped: hip, maca, musa; or a YAML file of your own) maps CUDA names, header
+names and file names to the vendor's. C/C++/CUDA sources are read as code, comments, string
+literals and #include header names: names are rewritten whole, in comments and strings only
+where the profile says so; includes are resolved against the extraction and renamed with the
+files they name. Other files are copied as they are. PORT_MANIFEST.json records every file
+(source, sha256, the profile entries applied, counted); PORT_REPORT.json has every change with
+its line and profile entry.
+
+The tree is built beside DIR and renamed into place. A second run changes nothing; a re-port
+after a profile change rewrites only the files whose bytes change. Files edited since tdev
+wrote them stop the run (exit 1, listed) unless --discard-changes; files tdev did not write
+are kept."""
+
+EPILOG = exit_codes_epilog(
+    ok="ported (or verified)",
+    failed="--verify found missing, changed or unexpected files; or DIR holds files edited since "
+           "tdev wrote them: nothing written",
+    usage="bad input: not an extraction, an unknown or malformed profile (file:line), renames "
+          "that collide, an output directory tdev did not write") + """
+
+examples:
+  tdev port third_device/torch_cuda --to hip --out third_device/torch_hip
+  tdev port third_device/torch_cuda --to musa --dry-run | less
+  tdev port --verify --out third_device/torch_hip"""
+
+
+def register(sub) -> None:
+    p = sub.add_parser("port", help="port a torch_cuda extraction to a CUDA-like vendor", description=HELP,
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("extraction", metavar="EXTRACTION", type=Path, nargs="?",
+                   help="a directory tdev extract wrote (MANIFEST.json)")
+    p.add_argument("--to", metavar="PROFILE", help="a shipped profile (hip, maca, musa) or a YAML file")
+    p.add_argument("--out", type=Path, help="the ported tree (default: torch_<profile> beside EXTRACTION)")
+    p.add_argument("--dry-run", action="store_true", help="print the changes as a diff, write nothing")
+    p.add_argument("--verify", action="store_true", help="re-hash a ported tree against its manifest")
+    p.add_argument("--discard-changes", action="store_true", help="replace files edited since tdev "
+                   "wrote them")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tdev.extract.localwork import LocalChanges
+
+    if args.verify:
+        if args.extraction is not None or args.to or args.dry_run or args.out is None:
+            raise InputError("--verify", "takes only --out (and --json)")
+        return _verify(args)
+    if args.extraction is None or not args.to:
+        raise InputError("port", "EXTRACTION and --to PROFILE are required (or --verify --out DIR)")
+    from tdev.port.plan import make_plan
+    from tdev.port.profile import load_named
+
+    profile = load_named(args.to)
+    out = args.out or args.extraction.parent / f"torch_{profile.name}"
+    plan = make_plan(args.extraction, profile)
+    if args.dry_run:
+        _dry_run(args, plan)
+        return EXIT_OK
+    from tdev.port.writer import write_tree
+
+    try:
+        res = write_tree(plan, out, discard_changes=args.discard_changes)
+    except LocalChanges as e:
+        for line in e.work and e.lines():
+            print(line, file=sys.stderr)
+        print(f"tdev: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    s = plan.summary()
+    if args.json:
+        json.dump({"schema": 1, "command": "port", "summary": s, "write": res.to_json()}, sys.stdout, indent=1)
+        print()
+    else:
+        state = (f"written, {len(res.rewritten)} files new or changed" if res.changed else "unchanged")
+        print(f"{res.out}: {state}; {s['ported']} ported ({s['changed']} changed, {s['changes']} changes), "
+              f"{s['copied']} copied, {s['renamed']} renamed; profile {profile.name} ({profile.path})")
+    return EXIT_OK
+
+
+def _dry_run(args, plan) -> None:
+    if args.json:
+        json.dump({"schema": 1, "command": "port", "mode": "dry-run", "summary": plan.summary(),
+                   "files": [{"source": f.source, "dest": f.dest, "changes": [c.to_json() for c in f.changes]}
+                             for f in plan.files if f.ported]}, sys.stdout, indent=1)
+        print()
+        return
+    root = Path(plan.extraction)
+    for f in plan.files:
+        if not f.ported or (not f.changes and f.dest == f.source):
+            continue
+        old = (root / f.source).read_bytes().decode("utf-8", "surrogateescape").splitlines(keepends=True)
+        new = f.data.decode("utf-8", "surrogateescape").splitlines(keepends=True)
+        sys.stdout.writelines(difflib.unified_diff(old, new, f"a/{f.source}", f"b/{f.dest}"))
+    s = plan.summary()
+    print(f"dry run: {s['ported']} ported ({s['changed']} changed, {s['changes']} changes), "
+          f"{s['copied']} copied; nothing written", file=sys.stderr)
+
+
+def _verify(args) -> int:
+    from tdev.port.manifest import verify
+
+    res = verify(args.out)
+    if args.json:
+        json.dump(res.to_json(), sys.stdout, indent=1)
+        print()
+    else:
+        for kind in ("missing", "changed", "unexpected"):
+            for p in getattr(res, kind):
+                print(f"{kind:10} {p}")
+        if res.ok:
+            print(f"{res.checked} files match the manifest")
+    return EXIT_OK if res.ok else EXIT_FAILED

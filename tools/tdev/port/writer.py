@@ -1,0 +1,142 @@
+"""The one writer of `tdev port`: the whole ported tree built beside the output and swapped in
+(``basekit.trees.replace_tree``), under a lock on the parent directory.
+
+The rules for what is already there are the extraction's (``tdev.extract.localwork``): a
+directory without a PORT_MANIFEST.json is never replaced; files edited since tdev wrote them
+(or entries in the way of a new file) stop the run unless ``discard_changes``; files tdev did not
+write are kept. A file whose bytes do not change is hard-linked from the previous tree: a
+re-port after a profile change touches only the files that change (their inode and mtime stay).
+A second run on the same input writes nothing."""
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from basekit.errors import InputError
+from basekit.faults import FaultPoints
+from basekit.fs import Busy, dir_lock, safe_join
+from basekit.trees import replace_tree
+from tdev.extract import localwork
+from tdev.extract.localwork import LocalChanges
+
+from . import FAULT_ENV
+from .manifest import MANIFEST_NAME, REPORT_NAME, PortManifestError, render, sha256, verify
+from .plan import PortPlan
+
+
+class PortOutputError(InputError):
+    """The output directory cannot be written."""
+
+
+@dataclass
+class WriteResult:
+    out: str
+    files: int
+    changed: bool
+    rewritten: list[str] = field(default_factory=list)  # files whose bytes are new
+    kept: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"out": self.out, "files": self.files, "changed": self.changed,
+                "rewritten": len(self.rewritten), "kept": self.kept}
+
+
+def contents(plan: PortPlan, out: Path) -> tuple[dict[str, tuple[bytes, bool]], bytes]:
+    """Every output file and the manifest's bytes."""
+    data: dict[str, tuple[bytes, bool]] = {}
+    rows, report = [], {}
+    ext = Path(plan.extraction).resolve()
+    for f in plan.files:
+        data[f.dest] = (f.data, f.exe)
+        rows.append({"path": f.dest, "sha256": sha256(f.data), "size": len(f.data), "source": f.source,
+                     "ported": f.ported, "applied": f.applied()})
+        if f.changes:
+            report[f.dest] = [c.to_json() for c in f.changes]
+    rep = (json.dumps({"unresolved_includes": sorted(map(list, set(plan.unresolved))), "changes": report},
+                      indent=0, sort_keys=True) + "\n").encode()
+    data[REPORT_NAME] = (rep, False)
+    rows.append({"path": REPORT_NAME, "sha256": sha256(rep), "size": len(rep), "source": None,
+                 "ported": False, "applied": {}})
+    prof = plan.profile
+    try:
+        rel = os.path.relpath(ext, out.parent.resolve() / out.name)
+    except ValueError:
+        rel = str(ext)
+    doc = {"schema": 1, "tool": "tdev port", "profile": {"name": prof.name, "sha256": prof.digest,
+                                                          "sources": list(prof.sources)},
+           "extraction": {"path": rel.replace(os.sep, "/"), "torch": plan.torch},
+           "summary": plan.summary(), "files": sorted(rows, key=lambda r: r["path"])}
+    return data, render(doc)
+
+
+def existing(out: Path):
+    if not os.path.lexists(out):
+        return None
+    if out.is_symlink() or not out.is_dir():
+        raise PortOutputError(out, "exists and is not a directory")
+    if not any(out.iterdir()):
+        return None
+    try:
+        return verify(out)
+    except PortManifestError as e:
+        raise PortOutputError(f"{e}; refusing to replace {out}") from None
+
+
+def write_tree(plan: PortPlan, out: str | Path, *, discard_changes: bool = False) -> WriteResult:
+    out = Path(os.path.abspath(out))
+    if out.parent == out:
+        raise PortOutputError(out, "refusing to write the filesystem root")
+    if Path(plan.extraction).resolve() in (out, *out.parents):
+        raise PortOutputError(out, "is inside the extraction it ports; write elsewhere")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    faults = FaultPoints(FAULT_ENV, "port")
+    try:
+        with dir_lock(out.parent):
+            return _locked(plan, out, discard_changes, faults)
+    except Busy:
+        raise PortOutputError(out.parent, "another tdev port is writing here") from None
+
+
+def _locked(plan: PortPlan, out: Path, discard: bool, faults: FaultPoints) -> WriteResult:
+    state = existing(out)
+    data, mbytes = contents(plan, out)
+    work = localwork.assess(state, set(data) | {MANIFEST_NAME}) if state is not None else None
+    if work is not None and work.blocking and not discard:
+        raise LocalChanges(work)
+    old: dict[str, str] = {}
+    if state is not None:
+        for e in json.loads(state.raw)["files"]:
+            if e["path"] not in state.changed and e["path"] not in state.missing:
+                old[e["path"]] = e["sha256"]
+    if state is not None and state.raw == mbytes and state.ok:
+        return WriteResult(str(out), len(data), False, [], list(work.keep_files) if work else [])
+    rewritten = [p for p, (b, _) in data.items() if old.get(p) != sha256(b)]
+
+    def fill(new: Path) -> None:
+        made: set[str] = set()
+        for k, (dest, (b, exe)) in enumerate(sorted(data.items()), 1):
+            path = safe_join(new, dest)
+            parent = posixpath.dirname(str(path))
+            if parent not in made:
+                os.makedirs(parent, exist_ok=True)
+                made.add(parent)
+            if dest in old and old[dest] == sha256(b):
+                os.link(out / dest, path)  # unchanged: the same file, inode and mtime
+                continue
+            with open(path, "wb") as fh:
+                fh.write(b)
+            if exe:
+                os.chmod(path, 0o755)
+            if k % 64 == 0:
+                faults.checkpoint("files")
+        if work is not None:
+            localwork.carry(work, out, new)
+        with open(new / MANIFEST_NAME, "wb") as fh:  # last: a tree with a manifest is complete
+            fh.write(mbytes)
+
+    replace_tree(out, fill, on_step=faults.checkpoint)
+    return WriteResult(str(out), len(data), True, sorted(rewritten), list(work.keep_files) if work else [])
