@@ -49,12 +49,16 @@ def register(sub) -> None:
     p.add_argument("--discard-changes", action="store_true", help="replace files edited since tdev "
                    "wrote them")
     p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--derive-hip", metavar="PYTHON", help="write the hip profile's table (derived from "
+                   "the hipify tables of the torch PYTHON imports) to --out FILE, and stop")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from tdev.extract.localwork import LocalChanges
 
+    if args.derive_hip:
+        return _derive(args)
     if args.verify:
         if args.extraction is not None or args.to or args.dry_run or args.out is None:
             raise InputError("--verify", "takes only --out (and --json)")
@@ -123,3 +127,15 @@ def _verify(args) -> int:
         if res.ok:
             print(f"{res.checked} files match the manifest")
     return EXIT_OK if res.ok else EXIT_FAILED
+
+
+def _derive(args) -> int:
+    from basekit.fs import write_atomic
+    from tdev.port.derive import derive, render
+
+    if args.out is None or args.extraction is not None or args.to:
+        raise InputError("--derive-hip", "takes only --out FILE")
+    doc = derive(args.derive_hip)
+    write_atomic(args.out, render(doc))
+    print(f"{args.out}: {len(doc['names'])} names from {doc['source']} (sha256 {doc['sha256'][:12]})")
+    return EXIT_OK

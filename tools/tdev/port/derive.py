@@ -20,9 +20,14 @@ from basekit.errors import InputError
 
 # runs in the torch installation's python; prints the tables as JSON
 _READER = r"""
-import json, sys
-sys.path.insert(0, sys.argv[1])
+import importlib.util, json, os, re, sys
+spec = importlib.util.find_spec("torch")  # found, not imported
+if spec is None or not spec.submodule_search_locations:
+    sys.exit("no torch installed for this python")
+torch_dir = list(spec.submodule_search_locations)[0]
+sys.path.insert(0, os.path.join(torch_dir, "utils"))
 from hipify import constants, cuda_to_hip_mappings as m
+version = re.search(r"__version__\s*=\s*'([^']+)'", open(os.path.join(torch_dir, "version.py")).read())
 names = {id(v): k for k, v in vars(m).items() if isinstance(v, dict)}
 tables = []
 for t in m.CUDA_TO_HIP_MAPPINGS:
@@ -31,16 +36,19 @@ for t in m.CUDA_TO_HIP_MAPPINGS:
         tags = [k for k, v in vars(constants).items() if k.isupper() and v in value[1:]]
         rows.append([src, value[0], tags])
     tables.append([names.get(id(t), "?"), rows])
-print(json.dumps({"tables": tables, "math": dict(m.MATH_TRANSPILATIONS)}))
+print(json.dumps({"tables": tables, "math": dict(m.MATH_TRANSPILATIONS), "file": m.__file__,
+                  "version": version.group(1) if version else "unknown"}))
 """
 
 
-def read_tables(python: str | Path, hipify_dir: Path) -> dict:
-    """The tables of ``hipify_dir/cuda_to_hip_mappings.py``, read by ``python``."""
-    r = subprocess.run([str(python), "-c", _READER, str(hipify_dir.parent)], capture_output=True,
-                       text=True, timeout=120)
+def read_tables(python: str | Path) -> dict:
+    """The tables of the hipify shipped with the torch that ``python`` imports."""
+    try:
+        r = subprocess.run([str(python), "-c", _READER], capture_output=True, text=True, timeout=120)
+    except OSError as e:
+        raise InputError(python, f"cannot run: {e.strerror or e}") from None
     if r.returncode != 0:
-        raise InputError(hipify_dir, f"cannot read hipify's tables: {r.stderr.strip()[-300:]}")
+        raise InputError(python, f"cannot read hipify's tables: {r.stderr.strip()[-300:]}")
     return json.loads(r.stdout)
 
 
@@ -55,24 +63,15 @@ def select(tables: list) -> dict[str, list]:
     return chosen
 
 
-def derive(python: str | Path, hipify_dir: Path, torch_version: str) -> dict:
-    source = hipify_dir / "cuda_to_hip_mappings.py"
-    data = read_tables(python, hipify_dir)
-    return {"source": f"torch {torch_version} wheel: torch/utils/hipify/cuda_to_hip_mappings.py",
+def derive(python: str | Path) -> dict:
+    """The hip profile's table (``profiles/hip_map.json``) from ``python``'s torch."""
+    data = read_tables(python)
+    source = Path(data["file"])
+    return {"source": f"torch {data['version']} wheel: torch/utils/hipify/cuda_to_hip_mappings.py",
             "sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
             "selection": "PyTorch sources: API_CAFFE2 entries left out; later tables win, except API_SPECIAL",
             "names": select(data["tables"]), "math": data["math"]}
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m tdev.port.derive PYTHON HIPIFY_DIR TORCH_VERSION OUT.json``"""
-    import sys
-
-    python, hipify_dir, version, out = argv if argv is not None else sys.argv[1:]
-    doc = derive(python, Path(hipify_dir), version)
-    Path(out).write_text(json.dumps(doc, indent=0, sort_keys=True) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+def render(doc: dict) -> bytes:
+    return (json.dumps(doc, indent=0, sort_keys=True) + "\n").encode()

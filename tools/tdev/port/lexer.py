@@ -189,13 +189,14 @@ def trie_pattern(words: Iterable[str]) -> str:
 
 
 def names_pattern(names: Iterable[str], prefixes: Iterable[str]) -> re.Pattern:
-    """Whole names: any of ``names``, or an identifier that starts with one of ``prefixes``."""
+    """Whole names: any of ``names``, or an identifier that starts with one of ``prefixes`` and
+    is longer than it."""
     alts = []
     names, prefixes = sorted(set(names)), sorted(set(prefixes))
     if names:
         alts.append(trie_pattern(names))
     if prefixes:
-        alts.append(f"(?:{trie_pattern(prefixes)})\\w*")
+        alts.append(f"(?:{trie_pattern(prefixes)})\\w+")
     return re.compile("(?<!\\w)(?:" + ("|".join(alts) or r"(?!x)x") + ")(?!\\w)")
 
 

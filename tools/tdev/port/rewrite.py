@@ -60,7 +60,7 @@ class Porter:
             return rule.target, rule
         best = None
         for p, r in self.profile.prefixes.items():
-            if word.startswith(p) and (best is None or len(p) > len(best.source)):
+            if word.startswith(p) and len(word) > len(p) and (best is None or len(p) > len(best.source)):
                 best = r
         return None if best is None else (best.target + word[len(best.source):], best)
 
