@@ -13,8 +13,10 @@ from basekit.errors import EXIT_FAILED, EXIT_OK, InputError, exit_codes_epilog
 HELP = """Check a standalone torch_cuda build's shared libraries by their ELF symbol tables.
 
 closure: every GLOBAL undefined symbol of the standalone libraries is exported by stage 1 (the
-stage-1 torch's libc10, libtorch_cpu, libtorch, libtorch_python), the CUDA libraries (the local
-toolkit, the wheel's nvidia/* packages), the system libraries, or another standalone library.
+stage-1 torch's libc10, libtorch_cpu, libtorch, libtorch_python; a build's own library of the
+same name, such as the c10 its stage 1 built, takes the place of the wheel's), the CUDA libraries
+(the local toolkit, the wheel's nvidia/* packages), the system libraries (those ldconfig finds),
+or another standalone library.
 With --subset, a symbol still unresolved is acceptable when the stock libtorch_cuda,
 libtorch_cuda_linalg or libc10_cuda define it (hidden ones included): the subset is then a true
 part of the whole.
@@ -22,7 +24,8 @@ part of the whole.
 coverage: every symbol the wheel's libtorch_python, libtorch and torch/_C*.so import from the
 stock CUDA libraries is exported by the standalone build; the missing ones are listed by the
 source directory that should define them (found in --source's files, else by the prefix rules of
-tools/tdev/data/linkcheck.yaml). With --subset, coverage is reported but does not fail the run.
+tools/tdev/data/linkcheck.yaml). With --subset, coverage is reported but does not fail the run;
+nor does it for a standalone build directory that made only some target sets (--target).
 
 Each library may be an ELF file or a symbol dump (`--dump-symbols LIB -o OUT`): a library
 built on another machine is checked here through its dump. Tables are read with readelf.
@@ -37,11 +40,11 @@ EPILOG = exit_codes_epilog(
     usage="bad input: no library, a file that is neither ELF nor a dump, no stage-1 torch") + """
 
 examples:
-  tdev link-check --build build/torch_cuda --source third_device/torch_cuda
+  tdev link-check --build third_device/build/torch_cuda --source third_device/torch_cuda
   tdev link-check --libs lib/libtorch_cuda_subset.so --subset --json
   tdev link-check --libs libtorch_cuda.syms.gz,libc10_cuda.syms.gz --stage1-python ~/venv/bin/python
   tdev link-check --dump-symbols build/lib/libtorch_cuda.so -o libtorch_cuda.syms.gz
-  tdev link-check --build build/torch_cuda/stage2 --provider libcuda.so.1.syms.gz
+  tdev link-check --build third_device/build/torch_cuda --provider libcuda.so.1.syms.gz
   tdev link-check --libs libtorch_cuda.so.syms.gz,_CUDAC.cpython-312-x86_64-linux-gnu.so.syms.gz \
       --provider libcuda.so.1.syms.gz,libc.so.6.syms.gz --interpreter python3.12.syms.gz"""
 
@@ -51,7 +54,8 @@ def register(sub) -> None:
                        description=HELP, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     what = p.add_mutually_exclusive_group()
     what.add_argument("--build", type=Path, metavar="DIR", help="a build directory: its lib/*.so and "
-                      "python/**/*.so")
+                      "python/**/*.so; of the standalone build (third_device/build/torch_cuda), "
+                      "stage 1's c10 and stage 2's libraries and _CUDAC")
     what.add_argument("--libs", action="append", metavar="A.so,B.dump", help="standalone libraries "
                       "(ELF or dumps), comma separated; may be repeated")
     what.add_argument("--dump-symbols", type=Path, metavar="LIB", help="write LIB's symbol table "
@@ -83,10 +87,12 @@ def run(args: argparse.Namespace) -> int:
     if args.output is not None:
         raise InputError("-o", "only with --dump-symbols")
     from tdev.cli.progress import StagedProgress
-    from tdev.linkcheck.run import build_libraries, default_source, existing_files, link_check
+    from tdev.linkcheck.run import (build_libraries, built_sets, default_source, existing_files,
+                                    link_check)
 
+    made: tuple[str, ...] = ()
     if args.build is not None:
-        libs = build_libraries(args.build)
+        libs, made = build_libraries(args.build), built_sets(args.build)
     elif not args.libs:
         raise InputError("link-check", "give --build DIR or --libs A.so,B.dump (or --dump-symbols LIB)")
     elif not (libs := existing_files(args.libs)):
@@ -99,16 +105,21 @@ def run(args: argparse.Namespace) -> int:
         report = link_check(libs, source=args.source or default_source(),
                             stage1_python=args.stage1_python, providers=providers,
                             interpreter=args.interpreter, groups_file=args.groups,
-                            subset=args.subset, jobs=args.jobs, progress=progress.stage)
+                            subset=args.subset, jobs=args.jobs, progress=progress.stage,
+                            made=made)
     finally:
         progress.close()
     if args.json:
         json.dump({"schema": 1, "command": "link-check", "ok": report.ok,
                    "stage1": os.fspath(report.stage1), "closure": report.closure.to_json(),
-                   "coverage": report.coverage.to_json()}, sys.stdout, indent=1)
+                   "coverage": report.coverage.to_json(), "target_sets": list(report.made),
+                   "target_sets_not_made": list(report.not_made)}, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        _render(report.closure, report.coverage, args.subset)
+        _render(report.closure, report.coverage, args.subset or bool(report.not_made))
+        if report.not_made and not report.coverage.ok:
+            print(f"  the build made {', '.join(report.made)}, not {', '.join(report.not_made)}:"
+                  " coverage is complete only with every set (reported, not failed)")
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
@@ -160,7 +171,8 @@ def _render(closed, covered, subset: bool) -> None:
         note = "fine for a subset" if subset else "not standalone"
         print(f"  {lib} needs the stock {soname} ({note})")
     for lib, soname in closed.unknown_needed:
-        print(f"  {lib} needs {soname}: neither a standalone library nor a provider")
+        print(f"  {lib} needs {soname}: neither a standalone library nor a provider, and "
+              "ldconfig does not know it")
     figures = ", ".join(f"{k} {v}" for k, v in covered.per_importer.items())
     state = "OK" if covered.ok else ("incomplete (a subset)" if subset else "FAILED")
     print(f"coverage: {state}: imports from the stock CUDA libraries: {figures}; "

@@ -77,7 +77,8 @@ def stage1_site(python: Path | None, version: str | None, env: Mapping[str, str]
     if version is not None:
         from tdev.standalone.wheel import find_stage1_torch
 
-        torch = find_stage1_torch(python, version, env)
+        torch = find_stage1_torch(python, version, env, option="--stage1-python ",
+                                  python_from="--stage1-python" if python else "")
         return Stage1Site(torch.torch_dir.parent, torch.torch_dir, torch.python)
     if python is None:
         raise InputError("--stage1-python", "required (or --source EXTRACTION, whose release picks the stage-1 torch)")
@@ -177,6 +178,20 @@ def system_libraries(sonames: Sequence[str]) -> list[Path]:
     return [Path(found[s]) for s in sonames if s in found]
 
 
+def _names(tables: Sequence[SymbolTable]) -> set[str]:
+    """The names a DT_NEEDED entry may give for ``tables``: sonames and file names."""
+    return {n for t in tables for n in (t.soname, os.path.basename(t.path)) if n}
+
+
+def needed_system_libraries(standalone: Sequence[SymbolTable],
+                            known: Sequence[SymbolTable]) -> list[Path]:
+    """The libraries the standalone ones need (DT_NEEDED) that neither they nor ``known`` are,
+    as ``ldconfig -p`` finds them, like the dynamic linker (c10's libcpuinfo.so.0)."""
+    have = _names(standalone) | _names(known)
+    wanted = sorted({os.path.basename(n) for t in standalone for n in t.needed} - have)
+    return system_libraries(wanted)
+
+
 @dataclass(frozen=True)
 class LinkInputs:
     standalone: tuple[SymbolTable, ...]
@@ -228,8 +243,12 @@ def read_inputs(standalone: Sequence[Path], site: Stage1Site, data: LinkData, en
     fresh = read_tables([p for p in stock_paths if os.path.realpath(p) not in already], full=True,
                         jobs=jobs, progress=stage("stock CUDA"))
     stock = [already.get(os.path.realpath(p)) or fresh.pop(0) for p in stock_paths]
-    providers = read_tables([*provider_paths(site, data, env), *extra_providers], full=False,
-                            jobs=jobs, progress=stage("providers"))
+    # a library of the build's own (its stage 1's libc10) takes the place of stage 1's namesake
+    mine = _names(own)
+    providers = read_tables([*(p for p in provider_paths(site, data, env) if p.name not in mine),
+                             *extra_providers], full=False, jobs=jobs, progress=stage("providers"))
+    providers += read_tables(needed_system_libraries(own, [*providers, *stock]), full=False,
+                             jobs=jobs, progress=stage("system"))
     importers = (read_tables(stage1_paths(site, data, "importers"), full=False, jobs=jobs,
                              progress=stage("importers")) if coverage else [])
     if interpreter is None and site.python is not None:

@@ -3,11 +3,12 @@ coverage computed, the missing symbols placed in source directories (:class:`Lin
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from basekit.docread import open_regular
+from basekit.docread import open_regular, read_regular
 from basekit.errors import InputError
 
 from . import check, groups, inputs
@@ -19,19 +20,26 @@ class LinkReport:
     coverage: check.CoverageResult
     stage1: Path  # the stage-1 torch directory the providers came from
     subset: bool
+    # a standalone build directory's target sets: those it made, and the buildable ones it did
+    # not (coverage cannot be complete without them: reported, not failed)
+    made: tuple[str, ...] = ()
+    not_made: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        return self.closure.ok and (self.coverage.ok or self.subset)
+        return self.closure.ok and (self.coverage.ok or self.subset or bool(self.not_made))
 
 
 def link_check(libs: Sequence[Path], *, source: Path | None, stage1_python: Path | None,
                providers: Sequence[Path] = (), interpreter: Path | None = None,
                groups_file: Path | None = None, subset: bool = False, jobs: int = 2,
                env: Mapping[str, str] | None = None,
-               progress: Callable[[str, int, int], None] | None = None) -> LinkReport:
+               progress: Callable[[str, int, int], None] | None = None,
+               made: Sequence[str] = ()) -> LinkReport:
     """Closure and coverage of ``libs`` (ELF files or dumps) against the stage-1 torch of
-    ``source``'s release (or ``stage1_python``'s), ``providers`` and the stock CUDA libraries."""
+    ``source``'s release (or ``stage1_python``'s), ``providers`` and the stock CUDA libraries.
+    ``made``: the target sets of the standalone build the libraries come from (see
+    :func:`built_sets`), when known."""
     env = os.environ if env is None else env
     data = inputs.load_data(groups_file)
     site = inputs.stage1_site(stage1_python, release_of(source), env)
@@ -41,12 +49,41 @@ def link_check(libs: Sequence[Path], *, source: Path | None, stage1_python: Path
                            read.interpreter)
     covered = check.coverage(read.standalone, read.importers, read.stock_cuda, read.providers)
     files = groups.source_index(source, data.sources_exclude) if source else ()
-    return LinkReport(closed, groups.group(covered, data.groups, files), site.torch_dir, subset)
+    return LinkReport(closed, groups.group(covered, data.groups, files), site.torch_dir, subset,
+                      tuple(made), _not_made(made))
 
 
 def build_libraries(build: Path) -> list[Path]:
-    """The standalone libraries of a build directory (its lib/*.so and python/**/*.so)."""
+    """The standalone libraries of a build directory (the patterns ``build`` of
+    tools/tdev/data/linkcheck.yaml: lib/, python/, the standalone build's stage1/ and stage2/)."""
     return inputs.build_libraries(build, inputs.load_data())
+
+
+SETS_FILE = Path("src") / "stage2" / "sources.cmake"  # written by the standalone build
+_SETS = re.compile(r"^set\(TDEV_TARGET_SETS ([^)\n]*)\)", re.M)
+
+
+def built_sets(build: Path) -> tuple[str, ...]:
+    """The target sets a standalone torch_cuda build directory made (its stage 2's
+    ``sources.cmake``); () for any other directory."""
+    path = build / SETS_FILE
+    if not os.path.lexists(path):
+        return ()
+    text = read_regular(path, max_bytes=16 << 20, what="the build's sources.cmake")
+    m = _SETS.search(text.decode("utf-8", "replace"))
+    return tuple(x for x in m.group(1).split(";") if x) if m else ()
+
+
+def _not_made(made: Sequence[str]) -> tuple[str, ...]:
+    """The buildable target sets (the shipped overlay's targets.yaml) a build of ``made`` left
+    out."""
+    if not made:
+        return ()
+    from tdev.standalone.inputs import default_overlay
+    from tdev.standalone.targets import load_target_sets
+
+    sets = load_target_sets(default_overlay() / "targets.yaml").sets
+    return tuple(n for n, s in sets.items() if s.buildable and n not in made)
 
 
 def existing_files(items: Sequence[str]) -> list[Path]:

@@ -178,6 +178,11 @@ def _tree_version(tree: Path, tree_from: str, manifest: Manifest) -> str:
     return version
 
 
+def default_overlay() -> Path:
+    """The overlay a build uses when no ``-D TORCH_CUDA_OVERLAY`` is given."""
+    return _overlay({}, {})
+
+
 def _overlay(d: dict, ds: dict) -> Path:
     if d.get("TORCH_CUDA_OVERLAY"):
         p, where = Path(d["TORCH_CUDA_OVERLAY"]).expanduser(), ds.get("TORCH_CUDA_OVERLAY", "-D")

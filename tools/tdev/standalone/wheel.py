@@ -107,10 +107,12 @@ def default_python(expected_version: str, env: Mapping[str, str]) -> tuple[Path,
 
 
 def find_stage1_torch(python: Path | None, expected_version: str,
-                      env: Mapping[str, str] | None = None, *, python_from: str = "") -> Stage1Torch:
+                      env: Mapping[str, str] | None = None, *, python_from: str = "",
+                      option: str = "-D TORCH_PYTHON=") -> Stage1Torch:
     """The stage-1 torch of ``python`` (default: see the module), checked against the
     extraction's release ``expected_version``. ``python_from`` names where ``python`` was set
-    (``-D TORCH_PYTHON``, ``torch-python``) for the error messages."""
+    (``-D TORCH_PYTHON``, ``torch-python``) for the error messages; ``option`` is how the
+    caller's command line gives another one (``--stage1-python `` for the link check)."""
     env = os.environ if env is None else env
     try:
         wanted = release(expected_version)
@@ -124,7 +126,7 @@ def find_stage1_torch(python: Path | None, expected_version: str,
     setup = f"`{SETUP} {release_name(expected_version)}`"
     if not os.path.isfile(python) or not os.access(python, os.X_OK):
         raise InputError(python_from, f"{python}: no such interpreter; make the stage-1 "
-                         f"environment with {setup} (or pass -D TORCH_PYTHON=<python with torch "
+                         f"environment with {setup} (or pass {option}<python with torch "
                          f"{expected_version}>)")
     where = _locate(python, python_from, setup)
     torch_dir = Path(where["torch"])
