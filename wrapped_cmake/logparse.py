@@ -14,6 +14,9 @@ MAX_LINES = 12
 
 _CMAKE_ERROR = re.compile(r"^CMake Error\b")
 _PROGRESS = re.compile(r"^\[\d+/\d+\] ")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # colour codes (-fdiagnostics-color=always)
+# a diagnostic's location: its first word ends in ":" (gcc, clang, ld) or "(LINE):" (nvcc)
+_DIAGNOSTIC = re.compile(r"^[^\s:(]+(?::\d+(?::\d+)?|\(\d+\))?: ")
 _COMPILER_ERROR = re.compile(
     r"(\berror\b[:\s]|\bfatal error\b|undefined reference|cannot find -l|ld returned|"
     r"No such file or directory|catastrophic error)", re.IGNORECASE)
@@ -45,8 +48,9 @@ def cmake_error_block(text: str, max_lines: int = MAX_LINES) -> list[str]:
 
 
 def compile_error_lines(text: str, max_lines: int = MAX_LINES) -> list[str]:
-    """From a Ninja log: the ``FAILED:`` target and the first compiler/linker error lines."""
-    lines = text.splitlines()
+    """From a Ninja log: the ``FAILED:`` target and the first compiler/linker error lines (the
+    first ``error:`` line with its message, whatever its length; colours removed)."""
+    lines = _ANSI.sub("", text).splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith("FAILED: ")), None)
     if start is None:
         # not a ninja failure (a make-style or driver error): fall back to the first error line
@@ -112,7 +116,12 @@ def _strip_error_prefix(line: str) -> str:
 
 
 def _looks_like_command(line: str) -> bool:
+    """A compile or link command line (long, or a path with ``-c`` and ``-o``); never a
+    diagnostic (``file:12:3: error: ...``, ``file(12): error: ...``, ``file: In function``),
+    however long its path or message."""
     s = line.strip()
+    if _DIAGNOSTIC.match(s):
+        return False
     return len(s) > 200 or (s.startswith("/") and " -c " in s and " -o " in s)
 
 
@@ -121,7 +130,7 @@ def _trim(block: list[str], max_lines: int) -> list[str]:
     for line in block:
         if not line.strip() and (not out or not out[-1].strip()):
             continue  # collapse runs of blank lines, drop leading blanks
-        out.append(line[:300])
+        out.append(line[:1000])  # a deep path and its message
     while out and not out[-1].strip():
         out.pop()
     if len(out) > max_lines:
