@@ -45,3 +45,21 @@ def test_tdev_build_refuses_what_wrapped_cmake_refuses(tmp_path):
     assert ours.stderr.removeprefix("tdev: ") == theirs.stderr.removeprefix("wrapped-cmake: ")
     assert "cannot be built by the standalone build yet" in ours.stderr
     assert not (ext.parent / "build").exists()
+
+
+def test_the_standalone_explain_shows_the_build_type_as_taken(tmp_path):
+    """`--build-type debug` on the standalone build: --explain shows the settings as the plain
+    wrapped-cmake --explain does, the build type as CMake gets it and as it was given."""
+    work = tmp_path / "work"
+    _extract(_tree(tmp_path / "pytorch"), work / "third_device" / "torch_cuda")
+    out = _run(work, "wrapped_cmake", "build", "--backend", "cuda", "--source",
+               "third_device/torch_cuda", "--build-type", "debug", "--explain")
+    assert out.returncode == 0, out.stderr
+    line = next((ln for ln in out.stdout.splitlines() if ln.startswith("  build-type ")), None)
+    assert line is not None, out.stdout
+    assert line.split() == ["build-type", "=", "'Debug'", "[command", "line:", "build-type",
+                            "(given", "as", "'debug')]"]
+    js = _run(work, "tdev", "build", "--build-type", "debug", "--explain", "--json")
+    assert js.returncode == 0, js.stderr
+    assert json.loads(js.stdout)["settings"]["build-type"] == {
+        "value": "Debug", "source": "command line: build-type (given as 'debug')"}

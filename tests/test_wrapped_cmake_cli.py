@@ -85,3 +85,34 @@ def test_clean_all_and_unknown_command_line_option(hello, capsys):
     with pytest.raises(SystemExit) as e:
         main(["build", "--no-such-option"])
     assert e.value.code == 2
+
+
+def test_a_compile_error_shows_its_error_line_however_long(hello, capsys):
+    """The first compiler error, with its message, is what a failed unit shows: a source deep
+    in its tree makes the diagnostic line long, and it is still there (not only the source and
+    caret lines below it)."""
+    deep = hello.joinpath(*[f"a_rather_long_directory_name_{i:02d}" for i in range(6)])
+    deep.mkdir(parents=True)
+    (deep / "deep.cpp").write_text("int deep() { return undeclared_function_of_the_test(1); }\n")
+    rel = deep.relative_to(hello).as_posix()
+    (hello / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.18)\nproject(d CXX)\n"
+                                          f"add_library(d SHARED {rel}/deep.cpp)\n")
+    assert main(["build", "--source", str(hello), "--backend", "sim"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"wrapped-cmake: error[build]: build failed in {hello / 'build' / 'sim'}"
+    errors = [ln for ln in err if ": error: " in ln]
+    assert errors and errors[0].startswith(f"  | {deep / 'deep.cpp'}:1:"), err
+    assert errors[0].endswith("undeclared_function_of_the_test’ was not declared in this scope") \
+        or errors[0].endswith("'undeclared_function_of_the_test' was not declared in this scope"), err
+
+
+def test_a_build_type_in_another_case_is_said_by_explain(hello, capsys):
+    """`--build-type debug` is CMake's Debug; --explain says it took the value so."""
+    assert main(["build", "--source", str(hello), "--backend", "sim", "--build-type", "debug",
+                 "--explain"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    line = next(ln for ln in out if ln.startswith("  build-type "))
+    assert line.split() == ["build-type", "=", "'Debug'", "[command", "line:", "build-type",
+                            "(given", "as", "'debug')]"]
+    assert "-DCMAKE_BUILD_TYPE=Debug" in out[out.index("configure: no CMake cache in "
+                                                       f"{hello / 'build' / 'sim'} (first configure)") + 1]

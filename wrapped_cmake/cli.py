@@ -188,14 +188,7 @@ def explain(cmaker, as_json: bool) -> int:
                           "build_command": cmaker.build_command()}, indent=2))
         return EXIT_OK
     print(f"backend: {cmaker.profile.name} ({cmaker.profile.path})")
-    print("settings:")
-    for key, item in s.to_dict().items():
-        if key == "define":
-            continue
-        print(f"  {key:<18} = {item['value']!r:<40} [{item['source']}]")
-    print("definitions from settings layers:")
-    for key, item in s.to_dict()["define"].items():
-        print(f"  {key} = {item['value']!r} [{item['source']}]")
+    print("\n".join(settings_lines(s)))
     print("configure: " + ("; ".join(reasons) + (" (--fresh)" if fresh else "")
                            if reasons else "up to date"))
     print("  " + " ".join(_quote(a) for a in cmd))
@@ -203,6 +196,19 @@ def explain(cmaker, as_json: bool) -> int:
     for f in cmaker.toolchain.failures:
         print(f.render(), file=sys.stderr)
     return EXIT_OK
+
+
+def settings_lines(s) -> list[str]:
+    """``--explain``'s settings: each value with the source that set it, then the definitions
+    of the settings layers."""
+    shown = s.to_dict()
+    lines = ["settings:"]
+    lines += [f"  {key:<18} = {item['value']!r:<40} [{item['source']}]"
+              for key, item in shown.items() if key != "define"]
+    lines.append("definitions from settings layers:")
+    lines += [f"  {key} = {item['value']!r} [{item['source']}]"
+              for key, item in shown["define"].items()]
+    return lines
 
 
 class _Version(argparse.Action):

@@ -187,8 +187,9 @@ def merge(source: Path, layers: list[Layer]) -> Settings:
     for key, f in FIELDS.items():
         for layer in layers:
             if key in layer.values:
-                raw, sources[key] = layer.values[key]
-                values[f.attr] = _convert(f, raw, sources[key], layer.base)
+                raw, where = layer.values[key]
+                values[f.attr] = _convert(f, raw, where, layer.base)
+                sources[key] = where + _given_as(raw, values[f.attr])
     if "build_dir" not in values:
         backend = values.get("backend", FIELDS["backend"].default)
         values["build_dir"] = source / "build" / Path(backend).stem
@@ -196,6 +197,14 @@ def merge(source: Path, layers: list[Layer]) -> Settings:
                     defines={k: v for la in layers for k, (v, _) in la.defines.items()},
                     sources=sources,
                     define_sources={k: w for la in layers for k, (_, w) in la.defines.items()})
+
+
+def _given_as(raw: Any, value: Any) -> str:
+    """`` (given as 'debug')`` where a value was taken in another spelling (``Debug``): said
+    wherever the setting's source is shown (``--explain``), never silently."""
+    if isinstance(raw, str) and isinstance(value, str) and raw != value:
+        return f" (given as {raw!r})"
+    return ""
 
 
 def _convert(f: Field, raw: Any, where: str, base: Path) -> Any:

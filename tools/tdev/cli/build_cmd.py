@@ -109,9 +109,11 @@ def cmd_standalone(args: argparse.Namespace, settings: Settings,
                              "install-prefix setting)")
         install_to = Path(prefix).resolve()
     if getattr(args, "explain", False):
+        from wrapped_cmake.cli import settings_lines
         inputs = resolve_inputs(settings)
-        print(json.dumps(inputs.to_dict(), indent=2) if args.json else "\n".join(
-            f"{k}: {v}" for k, v in inputs.to_dict().items()))
+        print(json.dumps({**inputs.to_dict(), "settings": settings.to_dict()}, indent=2)
+              if args.json else "\n".join([f"{k}: {v}" for k, v in inputs.to_dict().items()]
+                                          + settings_lines(settings)))
         return EXIT_OK
     if getattr(args, "plan", False):
         from tdev.standalone.estimate import make_plan, render
