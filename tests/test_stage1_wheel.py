@@ -218,7 +218,8 @@ def test_setup_reuses_a_complete_environment_without_the_network(stage1_py):
     before = {p.name for p in env_dir.iterdir()}
     proc = subprocess.run(["bash", str(REPO / "tools" / "setup-stage1.sh"), STAGE1_VERSION],
                           capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PIP_NO_INDEX": "1", "https_proxy": "http://0.0.0.0:9"})
+                          env={**os.environ, "PIP_NO_INDEX": "1", "https_proxy": "http://0.0.0.0:9",
+                               "PYTHON": sys.executable})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(env_dir) and "reusing" in proc.stderr
     assert {p.name for p in env_dir.iterdir()} == before

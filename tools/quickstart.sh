@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job for a newcomer: install tdev, fetch a real PyTorch source tree, scan it.
+# The main job for a newcomer: install tdev into the project's virtual environment (.venv, see
+# tools/setup.sh), fetch a real PyTorch source tree, scan it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
 tree=$(bash tools/get-pytorch-src.sh "${1:-2.6.0}")
-tdev scan "$tree"
+"${TDEV_VENV:-$PWD/.venv}/bin/tdev" scan "$tree"

@@ -13,7 +13,8 @@
 # anew in a temporary directory next to DIR and renamed into place (the old one is only moved
 # away when it is not usable). Exit 2: VERSION is not a release, or PyPI has no wheel for it.
 # Env: TDEV_STAGE1_BASE_PYTHON (the interpreter of the new environment; default python3),
-# PYTHON (the project's interpreter, which reads the data; default python3), pip's own PIP_*.
+# PYTHON (the project's interpreter, which reads the data; default the repository's .venv, made by
+# tools/setup.sh, else python3), pip's own PIP_*.
 set -euo pipefail
 prog=setup-stage1.sh
 say() { echo "$prog: $*" >&2; }
@@ -27,7 +28,7 @@ dir=${2:-$home/torch-$version}
 [[ $dir == /* ]] || dir=$PWD/$dir
 dir=${dir%/}
 base_python=${TDEV_STAGE1_BASE_PYTHON:-python3}
-project_python=${PYTHON:-python3}
+project_python=${PYTHON:-$([[ -x $repo/.venv/bin/python ]] && echo "$repo/.venv/bin/python" || echo python3)}
 
 # what to install: the project's data, read by the project's own reader
 data() { PYTHONPATH="$repo/tools:$repo${PYTHONPATH:+:$PYTHONPATH}" "$project_python" -m tdev.standalone.cudalibs "$@"; }

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Install tdev and everything its commands and tests need, on a fresh machine of this project's
-# kind (Debian, Python >= 3.10, root). Safe to run again: it installs only what is missing.
+# kind (Debian, Python >= 3.10, root). The Python packages go into the project's own virtual
+# environment, .venv in the repository (TDEV_VENV to put it elsewhere; made with python3, or
+# TDEV_BASE_PYTHON), at the versions constraints.txt pins. Safe to run again: it installs only
+# what is missing or not at its pinned version.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log() { printf '[setup] %s\n' "$*" >&2; }
+venv=${TDEV_VENV:-$PWD/.venv}
+base_python=${TDEV_BASE_PYTHON:-python3}
 
 # system tools: ccache (wrapped-cmake --launcher ccache), cmake/ninja/g++ for the native builds
 need=()
@@ -23,13 +28,35 @@ if ((${#libs[@]})); then
   apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${libs[@]}" >&2
 fi
 
-# torch: the CPU build of 2.13.0 (a plain `torch` requirement would pull a multi-GB CUDA build)
-python3 -c 'import torch' 2>/dev/null || { log "pip install torch==2.13.0"; python3 -m pip install -q torch==2.13.0 >&2; }
-# nvml.h for c10/cuda/driver_api.h (the CUDA toolkit here ships no NVML headers)
-python3 -c 'import nvidia, glob, sys; sys.exit(not any(glob.glob(p + "/*/include/nvml.h") for p in nvidia.__path__))' 2>/dev/null \
-  || { log "pip install nvidia-nvml-dev==13.0.87"; python3 -m pip install -q nvidia-nvml-dev==13.0.87 >&2; }
+# the project's virtual environment (Debian's python3 refuses `pip install` outside one: PEP 668;
+# its venv needs the python3-venv package). One left half-made by a killed run is made again.
+if [[ -e $venv && ! -f $venv/pyvenv.cfg && -n $(ls -A "$venv" 2>/dev/null) ]]; then
+  log "$venv is not a virtual environment (no pyvenv.cfg) and not empty: set TDEV_VENV to another place"
+  exit 2
+fi
+if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
+  log "$base_python -m venv $venv"
+  rm -rf "$venv"
+  if ! "$base_python" -m venv "$venv" >&2; then
+    rm -rf "$venv"
+    log "apt-get install python3-venv"
+    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >&2
+    "$base_python" -m venv "$venv" >&2
+  fi
+fi
+python=$venv/bin/python
+pip_install() { "$python" -m pip install -q --disable-pip-version-check -c constraints.txt "$@" >&2; }
+# setuptools and wheel: the generated packages are built with --no-build-isolation, with these.
+# torch: the CPU build of 2.13.0 (a plain `torch` requirement would pull a multi-GB CUDA build);
+# PyPI has no +cpu builds, PyTorch's CPU index has them. NumPy: torch warns without it.
+# nvidia-nvml-dev: nvml.h for c10/cuda/driver_api.h (the CUDA toolkit here ships no NVML headers).
+base=(setuptools wheel torch==2.13.0+cpu numpy nvidia-nvml-dev)
+log "pip install ${base[*]}"
+pip_install "${base[@]}" 2>/dev/null \
+  || pip_install --extra-index-url https://download.pytorch.org/whl/cpu "${base[@]}"
 # nccl.h + libnccl for the generated cuda package's c10d backend (the CUDA toolkit here ships no NCCL)
-python3 -c 'import nvidia.nccl' 2>/dev/null || { log "pip install nvidia-nccl-cu13==2.32.3"; python3 -m pip install -q --no-deps nvidia-nccl-cu13==2.32.3 >&2; }
+log "pip install nvidia-nccl-cu13"
+pip_install --no-deps nvidia-nccl-cu13
 # Ascend's real runtime headers (acl/acl.h, hccl/hccl.h) for tests/test_scaffold_ascend_headers.py:
 # the torch_npu wheel ships them (no CANN library). Only its include tree is unpacked, in the
 # layout CANN has under ASCEND_HOME (include/acl, include/hccl); same wheel whatever this Python.
@@ -37,9 +64,9 @@ npu_version=2.14.0
 npu_home=${TDEV_ASCEND_HEADERS:-$HOME/.cache/tdev/torch-npu-$npu_version}
 if [[ ! -f $npu_home/include/acl/acl.h ]]; then
   log "pip download torch-npu==$npu_version (headers only) -> $npu_home"
-  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
+  "$python" -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
     --platform manylinux_2_28_x86_64 -d "$npu_home/wheel" "torch-npu==$npu_version" >&2
-  python3 - "$npu_home" <<'PY'
+  "$python" - "$npu_home" <<'PY'
 import pathlib, shutil, sys, zipfile
 home = pathlib.Path(sys.argv[1]); tmp = home / "include.tmp"; prefix = "torch_npu/include/"
 wheel, = (home / "wheel").glob("torch_npu-*.whl")
@@ -61,5 +88,5 @@ if ! command -v chromium >/dev/null; then
   apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2
 fi
 log "pip install -e .[test]"
-python3 -m pip install -q -e '.[test]' >&2
-log "ready: $(command -v tdev)"
+pip_install -e '.[test]'
+log "ready: $venv/bin/tdev (the tests: $venv/bin/python -m pytest -q)"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,8 @@ def setup_stage1(version: str = STAGE1_VERSION, target: Path | None = None,
                  timeout: float = 3600) -> subprocess.CompletedProcess:
     """Run tools/setup-stage1.sh (the project's own, as a user runs it)."""
     cmd = ["bash", str(SETUP), version] + ([str(target)] if target else [])
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False,
+                          env={**os.environ, "PYTHON": sys.executable})  # the project's python
 
 
 def stage1_python(version: str = STAGE1_VERSION) -> Path:
