@@ -1,9 +1,10 @@
 """Build and install a generated package into an isolated virtual environment, and run its tests.
 
 A generated package registers itself as a `torch.backends` entry point, so every `import torch`
-in the environment it is installed into loads it. Installing into a virtual environment
-(``--system-site-packages``: torch, pytest and tdev's wrapped_cmake stay visible) keeps that away
-from the machine's own Python. Used by the tests and benchmarks/bench_scaffold_build.py.
+in the environment it is installed into loads it. Installing into a virtual environment that sees
+the running interpreter's packages (torch, pytest and tdev's wrapped_cmake stay visible) keeps that
+away from the project's own environment, as the steps `tdev scaffold` prints do. Used by the tests
+and benchmarks/bench_scaffold_build.py.
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from tdev.cli.scaffold_cmd import ENV_PTH, env_site_line, venv_site_dir
 
 from .buildenv import clean_env
 
@@ -39,11 +42,16 @@ def build_env(jobs: int = 2, launcher: str | None = None, **extra: str) -> dict[
 
 
 def make_venv(venv: Path) -> Path:
-    """A virtual environment that sees the running interpreter's packages; returns its python."""
+    """A virtual environment that sees the running interpreter's packages, also when that is
+    itself a virtual environment's (``--system-site-packages`` alone shows only its base
+    interpreter's); returns its python."""
     python = venv / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
                         str(venv)], check=True, capture_output=True)
+        line = env_site_line()
+        if line:
+            (Path(venv_site_dir(venv)) / ENV_PTH).write_text(line + "\n")
     return python
 
 

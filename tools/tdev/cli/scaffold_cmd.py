@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
+import site
 import sys
 from pathlib import Path
 
@@ -98,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         if result.kept:
             print(f"kept the files you added: {', '.join(result.kept)}")
         print("next (a virtual environment: an installed package loads on every `import torch`):")
-        for step in next_steps(result.out):
+        for step in next_steps(result.out, load_profile(args.vendor).sdk):
             print(f"  {step}")
     _print_check(args, check, report)
     return EXIT_FAILED if check is not None and not check.ok else EXIT_OK
@@ -171,11 +174,47 @@ def _print_check(args: argparse.Namespace, check, report: dict) -> None:
                 print(f"    {line}", file=sys.stderr)
 
 
-def next_steps(out: Path) -> list[str]:
-    """Build and test ``out`` as docs/scaffold.md shows: a virtual environment that sees this
-    Python's packages (torch, pytest, tdev's wrapped_cmake), and no build isolation (the build
-    uses that torch and wrapped_cmake instead of fetching its build requirements)."""
+def next_steps(out: Path, sdk=None) -> list[str]:
+    """Build and test ``out`` as docs/scaffold.md shows: a virtual environment made by this
+    Python that sees this Python's packages (torch, pytest, tdev's wrapped_cmake), and no build
+    isolation (the build uses that torch and wrapped_cmake instead of fetching its build
+    requirements). ``sdk`` (the profile's): a comment naming the vendor SDK the install needs."""
+    q = shlex.quote
     venv = f"{out}-venv"
-    return [f"python3 -m venv --system-site-packages {venv}",
-            f"{venv}/bin/pip install --no-build-isolation {out}",
-            f"{venv}/bin/python -m pytest -q {out}/tests"]
+    steps = [f"{q(sys.executable)} -m venv --system-site-packages {q(venv)}"]
+    line = env_site_line()
+    if line:  # this Python is a virtual environment's: --system-site-packages shows its base's
+        steps.append(f"echo {q(line)} > {q(venv_site_dir(Path(venv)) + '/' + ENV_PTH)}")
+    if sdk is not None and not sdk.simulator:
+        steps.append(f"# pip install compiles against the vendor's SDK and cannot work "
+                     f"without it: {sdk_where(sdk)}")
+    return [*steps, f"{q(venv + '/bin/pip')} install --no-build-isolation {q(str(out))}",
+            f"{q(venv + '/bin/python')} -m pytest -q {q(f'{out}/tests')}"]
+
+
+ENV_PTH = "tdev-env.pth"  # in a new environment's site-packages: this environment's packages
+
+
+def env_site_line() -> str | None:
+    """A .pth line that makes this environment's own site-packages seen by a virtual environment
+    made from this Python with --system-site-packages (which shows the base interpreter's
+    only); None when this Python is not a virtual environment's."""
+    if sys.prefix == sys.base_prefix:
+        return None
+    base = set(site.getsitepackages([sys.base_prefix]))
+    own = [d for d in site.getsitepackages() if d not in base and os.path.isdir(d)]
+    return "import site; " + "; ".join(f"site.addsitedir({json.dumps(d)})" for d in own) if own else None
+
+
+def venv_site_dir(venv: Path) -> str:
+    """The site-packages directory of a virtual environment this Python makes at ``venv``."""
+    return f"{venv}/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
+
+
+def sdk_where(sdk) -> str:
+    """Where the build looks for the SDK, and whether it is there."""
+    names = " or ".join(f"${var}" for var in sdk.env)
+    chosen = next((os.environ[var] for var in sdk.env if os.environ.get(var)), sdk.default)
+    where = f"{names}, else {sdk.default}" if sdk.default else names
+    found = "found" if chosen and os.path.isdir(chosen) else "not found"
+    return f"{where} ({found} here{f': {chosen}' if found == 'found' else ''})"
