@@ -6,6 +6,7 @@
   write of the same path removes those whose process is gone (:func:`sweep_temps`).
 * :func:`dir_lock`: an exclusive flock on a directory, for callers that may run concurrently.
 * :func:`safe_join`, :func:`relpath_problem`: paths read from a patch, a manifest or a marker.
+* :func:`check_writable`: an output path refused at once when nothing can be written there.
 
 Whole trees are replaced by :mod:`basekit.trees`.
 """
@@ -267,6 +268,32 @@ def check_path(path: str | os.PathLike, **bounds: int) -> None:
     problem = path_problem(path, **bounds)
     if problem:
         raise InputError(shortened(path), problem)
+
+
+def write_problem(path: str | os.PathLike) -> str | None:
+    """Why ``path`` (a file or tree to create or replace, missing parents made on the way)
+    cannot be written, None when it can: its nearest existing ancestor is not a directory, is
+    on a read-only file system, or does not let this user create entries. For an output given
+    on a command line, checked before the slow work that would end in writing it."""
+    parent = os.path.dirname(os.path.abspath(os.fspath(path)))
+    while not os.path.lexists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return f"{parent} is not a directory"
+    if os.access(parent, os.W_OK | os.X_OK):
+        return None
+    try:
+        read_only = bool(os.statvfs(parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    return f"{parent} is on a read-only file system" if read_only else f"{parent}: permission denied"
+
+
+def check_writable(path: str | os.PathLike) -> None:
+    """:func:`write_problem` as bad input naming the path."""
+    problem = write_problem(path)
+    if problem:
+        raise InputError(os.fsdecode(path), f"cannot write: {problem}")
 
 
 def safe_join(base: str | Path, rel: str) -> Path:

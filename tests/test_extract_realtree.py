@@ -135,3 +135,17 @@ def test_sigkill_at_several_points_leaves_old_or_complete(real):
     assert "recovered: removed what an interrupted replacement left" in final.stdout
     assert verify(out).ok and tree_hash(out) == new
     assert sorted(p.name for p in out.parent.iterdir()) == ["torch_cuda"]
+
+
+def test_read_only_output_is_one_line_before_the_plan(pytorch_tree, tmp_path):
+    """`--out` is checked at once: the refusal names the output, not the (unreadable) scan
+    the plan would read next."""
+    from support.readonly import run_in_read_only
+
+    ro = tmp_path / "ro"
+    for extra in ((), ("--scan", str(tmp_path / "no-such-scan.json"))):
+        r = run_in_read_only(ro, "extract", str(pytorch_tree), "--out", str(ro / "torch_cuda"), *extra)
+        assert r.returncode == 2, r.stderr
+        assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+        assert r.stderr.startswith(f"tdev: {ro / 'torch_cuda'}: cannot write") and "read-only" in r.stderr
+        assert not list(ro.iterdir())

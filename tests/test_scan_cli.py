@@ -249,3 +249,16 @@ def test_real_extraction_inside_the_real_tree(pytorch_tree, tmp_path):
     after = json.loads(tdev("scan", str(tree), "--json", env=env).stdout)["summary"]
     assert before["cuda"] == after["cuda"] == 954 and before["mixed"] == after["mixed"]
     assert after["nested_extractions"] == ["third_device/torch_cuda"]
+
+
+@pytest.mark.realtree
+def test_output_on_a_read_only_file_system_is_one_line_before_the_scan(pytorch_tree, tmp_path):
+    from support.readonly import run_in_read_only
+
+    ro = tmp_path / "ro"
+    r = run_in_read_only(ro, "scan", str(pytorch_tree), "-o", str(ro / "scan.json"))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith(f"tdev: {ro / 'scan.json'}: cannot write") and "read-only" in r.stderr
+    assert r.stdout == ""  # refused before the scan: no summary
+    assert not (ro / "scan.json").exists()

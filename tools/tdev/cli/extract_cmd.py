@@ -127,7 +127,10 @@ def _preflight(args):
 
         in_tree_preflight(args.root)
     elif not args.dry_run:
+        from basekit.fs import check_writable
         from tdev.extract.writer import preflight
+
+        check_writable(args.out or DEFAULT_OUT)
 
         preflight(args.out or DEFAULT_OUT, args.discard_changes)
     return layout

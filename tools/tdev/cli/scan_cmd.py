@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from basekit.errors import EXIT_FAILED, EXIT_OK, exit_codes_epilog
+from basekit.errors import EXIT_FAILED, EXIT_OK, InputError, exit_codes_epilog
 
 HELP = """Classify every file of a PyTorch checkout and say why.
 
@@ -55,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
     if hasattr(sys.stdout, "reconfigure"):  # file names that are not UTF-8 print as their bytes
         sys.stdout.reconfigure(errors="surrogateescape")
     rules = load_rules(args.rules)
+    if args.output:  # refused at once, not after the scan
+        from basekit.fs import check_writable
+
+        check_writable(args.output)
     if args.html:
         from tdev.pages.write import check_page_path
 
@@ -89,7 +93,10 @@ def write_output(path: Path, text: str) -> None:
     """Write ``text`` atomically, with the mode any new file gets (0666 less the umask)."""
     from basekit.fs import write_atomic
 
-    write_atomic(path, text)
+    try:
+        write_atomic(path, text)
+    except OSError as e:
+        raise InputError(path, f"cannot write: {e.strerror or e}") from None
 
 
 def render_summary(result) -> None:

@@ -169,7 +169,10 @@ def write_tree(plan: ExtractionPlan, out: str | Path, *, discard_changes: bool =
     out = Path(os.path.abspath(out))
     if out.parent == out:
         raise OutputError(f"{out}: refusing to write the filesystem root")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"{out}: cannot write: {e.strerror or e}") from None
     faults = FaultPoints(FAULT_ENV, "extract")
     try:
         with dir_lock(out.parent):
@@ -199,7 +202,10 @@ def _write_locked(plan: ExtractionPlan, out: Path, discard_changes: bool, faults
             raise OutputError(f"{new}: cannot build the new tree ({e}); {out} is unchanged") from None
         faults.checkpoint("built")
 
-    replace_tree(out, fill, on_step=faults.checkpoint)
+    try:
+        replace_tree(out, fill, on_step=faults.checkpoint)
+    except OSError as e:  # the work directory beside the output could not be made
+        raise OutputError(f"{out}: cannot write: {e.strerror or e}") from None
     return _result(out, True, work, t0, **done)
 
 
