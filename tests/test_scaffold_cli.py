@@ -78,6 +78,9 @@ def test_name_and_device_options(capsys, tmp_path):
     (["--vendor", "sim", "--name", "a" * 300], "--name: 'aaaa"),
     (["--vendor", "metx"], "did you mean 'metax'"),
     (["--vendor", "Sim"], "did you mean 'sim'"),
+    (["--vendor", "nvidia"], "did you mean 'cuda'"),
+    (["--vendor", "NVIDIA"], "did you mean 'cuda'"),
+    (["--vendor", "huawei"], "did you mean 'ascend'"),
 ])
 def test_more_bad_input_is_one_line_and_exit_2(capsys, tmp_path, argv, message):
     code, _, err = run(capsys, *argv, "--out", str(tmp_path / "o"))

@@ -199,6 +199,13 @@ def available_vendors() -> dict[str, Path]:
     return {p.stem: p for p in sorted(vendors_dir().glob("*.yaml")) if not p.stem.startswith("_")}
 
 
+# what users call a shipped vendor (the company, its SDK, its device): `--vendor nvidia` suggests
+# cuda, as a misspelling suggests the closest name
+VENDOR_ALIASES = {"nvidia": "cuda", "nv": "cuda", "cudart": "cuda", "gpu": "cuda",
+                  "huawei": "ascend", "npu": "ascend", "cann": "ascend", "maca": "metax",
+                  "simulator": "sim"}
+
+
 def resolve_vendor(name_or_path: str) -> Path:
     """A shipped vendor name, or the path of a profile ``.yaml``."""
     if name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path:
@@ -211,7 +218,9 @@ def resolve_vendor(name_or_path: str) -> Path:
         return p  # _read refuses what is not a regular file
     vendors = available_vendors()
     if name_or_path not in vendors:
-        close = difflib.get_close_matches(name_or_path.lower(), list(vendors), n=1, cutoff=0.6)
+        alias = VENDOR_ALIASES.get(name_or_path.lower())
+        close = ([alias] if alias in vendors else
+                 difflib.get_close_matches(name_or_path.lower(), list(vendors), n=1, cutoff=0.6))
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise ProfileError(f"{vendors_dir()}: unknown vendor {name_or_path!r:.80} "
                            f"({hint}shipped: {', '.join(vendors)}; or pass a .yaml file)")
