@@ -125,6 +125,7 @@ TREEMAP_JS = r"""
         const f = r.it.file;
         g.setAttribute("class", "file " + KINDS[f[1]]);
         g.setAttribute("data-name", f[0]);
+        g.setAttribute("data-path", (path ? path + "/" : "") + f[0]);
         box(g, r, COLOURS[f[1]]);
         box(g, r, "none", "frame");
         title.textContent = `${path ? path + "/" : ""}${f[0]}: ${KINDS[f[1]]}, ${fmt(f[2])} lines`;
