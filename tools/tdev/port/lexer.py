@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Iterable
 
 _STARTS = re.compile(r'/[/*]|["\'#]')
-_LINE_COMMENT_END = re.compile(r"(?:[^\n\\]|\\[\s\S])*")
-_STRING_BODY = {'"': re.compile(r'(?:[^"\\\n]|\\[\s\S])*"?'), "'": re.compile(r"(?:[^'\\\n]|\\[\s\S])*'?")}
+_LINE_COMMENT_END = re.compile(r"(?:[^\n\\]|\\[\s\S]?)*")
+_STRING_BODY = {'"': re.compile(r'(?:[^"\\\n]|\\[\s\S]?)*"?'), "'": re.compile(r"(?:[^'\\\n]|\\[\s\S]?)*'?")}
 _RAW_OPEN = re.compile(r'([^()\\\s"]{0,16})\(')
 _INCLUDE = re.compile(r'#[ \t]*include[ \t]*([<"])([^>"\n]*)[>"]')
 _PREFIXES = ("u8", "u", "U", "L", "")

@@ -1,0 +1,169 @@
+"""Helpers for the `tdev port` tests and benchmark: an extraction to port, PyTorch's own hipify
+run on a copy of the same files (the stage-1 torch wheel's ``torch/utils/hipify``, as a PyTorch
+extension: ``is_pytorch_extension=True``, ``hip_clang_launch=True``, every file), and the
+file-by-file comparison of the two."""
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from support.extract import tdev
+
+STAGE1_PYTHON = Path(os.environ.get("TDEV_STAGE1_PYTHON",
+                                    Path.home() / ".cache/tdev/stage1/torch-2.6.0/bin/python"))
+
+# runs in the stage-1 python: hipify imported as tools/amd_build/build_amd.py imports it
+# (torch/utils on sys.path, torch itself not imported); prints {source: [hipified, status]}
+HIPIFY_DRIVER = r"""
+import importlib.util, json, os, sys, time
+utils = os.path.join(list(importlib.util.find_spec("torch").submodule_search_locations)[0], "utils")
+sys.path.insert(0, utils)
+from hipify import hipify_python
+t = time.perf_counter()
+res = hipify_python.hipify(project_directory=sys.argv[1], output_directory=sys.argv[1], includes=["*"],
+                           is_pytorch_extension=True, hip_clang_launch=True, show_progress=False)
+wall = time.perf_counter() - t
+json.dump({"wall": wall, "files": {k: [v.hipified_path, v.status] for k, v in res.items()}}, sys.stdout)
+"""
+
+
+def extract(tree: Path, out: Path) -> Path:
+    """`tdev extract TREE --out OUT` (the scan cache makes a second one quick)."""
+    r = tdev("extract", str(tree), "--out", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    return out
+
+
+def run_hipify(extraction: Path, work: Path, python: Path = STAGE1_PYTHON) -> tuple[dict[str, tuple[str, str]], float]:
+    """hipify over a copy of ``extraction``: {extraction path: (hipified path, status)} and the
+    wall time of the hipify call; the copy stays under ``work``."""
+    copy = work / "hipified"
+    if copy.exists():
+        shutil.rmtree(copy)
+    shutil.copytree(extraction, copy, symlinks=True)
+    r = subprocess.run([str(python), "-c", HIPIFY_DRIVER, str(copy)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    doc = json.loads(r.stdout)
+    prefix = str(copy) + "/"
+    return {k[len(prefix):]: (v[0], v[1]) for k, v in doc["files"].items()}, doc["wall"]
+
+
+@dataclass
+class Comparison:
+    identical: list[str] = field(default_factory=list)
+    different: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # source -> (hipify, port) lines
+    missing: list[str] = field(default_factory=list)  # hipified by hipify, not ported
+
+    @property
+    def share(self) -> float:
+        n = len(self.identical) + len(self.different) + len(self.missing)
+        return len(self.identical) / n if n else 0.0
+
+
+def compare(hipified: dict[str, tuple[str, str]], ported: dict[str, bytes]) -> Comparison:
+    """Each file hipify saw against the port of the same extraction file (``ported``: source
+    path -> bytes)."""
+    c = Comparison()
+    for src, (path, _status) in sorted(hipified.items()):
+        theirs = Path(path).read_bytes()
+        ours = ported.get(src)
+        if ours is None:
+            c.missing.append(src)
+        elif ours == theirs:
+            c.identical.append(src)
+        else:
+            a = theirs.decode("utf-8", "replace").splitlines()
+            b = ours.decode("utf-8", "replace").splitlines()
+            pairs = []
+            for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+                if tag != "equal":
+                    pairs.append(("\n".join(a[i1:i2]), "\n".join(b[j1:j2])))
+            c.different[src] = pairs
+    return c
+
+
+def difference_class(pairs: list[tuple[str, str]]) -> str | None:
+    """The known class of a file's differences, None when one of them is in none.
+
+    ``include-in-comment``: an ``#include`` written inside a comment; hipify renames the path
+    (it matches ``#include`` anywhere in the text), the porter reads a comment as text and
+    renames whole names only."""
+    def in_comment_include(line: str) -> bool:
+        s = line.lstrip()
+        return "#include" in line and (s.startswith(("//", "*", "/*")) or "//" in line.split("#include")[0])
+
+    for theirs, ours in pairs:
+        lines = theirs.splitlines() + ours.splitlines()
+        if not lines or not all(in_comment_include(x) for x in lines):
+            return None
+    return "include-in-comment"
+
+
+def timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+__all__ = ["Comparison", "STAGE1_PYTHON", "compare", "difference_class", "extract", "run_hipify", "sys"]
+
+
+def make_extraction(out: Path, files: dict[str, tuple[str | None, str]], version: str = "2.6.0") -> Path:
+    """A small extraction in the schema `tdev extract` writes: ``files`` maps each path in it
+    to (its PyTorch source path or None, its text)."""
+    from tdev.extract import manifest
+
+    entries = []
+    for dest, (source, text) in sorted(files.items()):
+        data = text.encode()
+        p = out / dest
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+        role = "moved" if source else "supplement"
+        entries.append(manifest.Entry(dest, manifest.sha256(data), len(data), role,
+                                      source or f"misc/{dest}").to_json())
+    doc = {"schema": 1, "tool": "tdev extract", "torch": {"version": version, "commit": None},
+           "layout": {"source": "layout.yaml", "sha256": "0" * 64}, "counts": {}, "files": entries,
+           "torch_source": "../pytorch"}
+    (out / "MANIFEST.json").write_text(json.dumps(doc))
+    return out
+
+
+MINI = {
+    "torch_cuda/csrc/aten/cuda/CUDAContext.h": ("aten/src/ATen/cuda/CUDAContext.h",
+                                                "#pragma once\n#include <cuda_runtime.h>\n"
+                                                "cudaStream_t current();\n"),
+    "torch_cuda/csrc/aten/native/cuda/Add.cu": ("aten/src/ATen/native/cuda/Add.cu",
+                                                "#include <ATen/cuda/CUDAContext.h>\n#include \"Loops.cuh\"\n"
+                                                "// cudaMalloc in a comment\n"
+                                                "const char* s = \"cudaMalloc in a string\";\n"
+                                                "__global__ void k() {}\n"
+                                                "void f() { void* p; cudaMalloc(&p, 4); mycudaMalloc(); }\n"),
+    "torch_cuda/csrc/aten/native/cuda/Loops.cuh": ("aten/src/ATen/native/cuda/Loops.cuh",
+                                                   "#pragma once\ncudaError_t loop();\n"),
+    "torch_cuda/core/__init__.py": ("torch/cuda/__init__.py", "import torch\n"),
+}
+
+PROFILE = """\
+version: 1
+name: demo
+sources: ["a test"]
+rewrite_in: [code]
+port_files: ["*.cu", "*.cuh", "*.h", "*.cpp"]
+names:
+  cudaMalloc: demoMalloc
+  cudaStream_t: demoStream_t
+  cudaError_t: demoError_t
+headers:
+  cuda_runtime.h: demo_runtime.h
+paths:
+  replace: [[cuda, demo], [CUDA, DEMO]]
+  extensions: {".cu": ".demo"}
+"""
