@@ -1,12 +1,12 @@
 """Smoke test of a standalone torch_cuda build: import ``_CUDAC`` alone and exercise it.
 
-    python3 smoke_test.py BUILD_DIR   # default BUILD_DIR: <extraction's parent>/build/<its name>,
-                                      # e.g. third_device/build/torch_cuda
+    python3 smoke_test.py BUILD_DIR   # the build directory, e.g. third_device/build/torch_cuda
+    python3 smoke_test.py --prefix P  # what `wrapped-cmake install --prefix P` installed
 
 Runs in its own process, importing nothing but the standard library and ``_CUDAC``, and checks:
 
-* ``/proc/self/maps``: c10, c10_cuda and _CUDAC come from BUILD_DIR, and no library of an
-  installed torch wheel (``.../site-packages/torch/lib``) is loaded;
+* ``/proc/self/maps``: c10, c10_cuda and _CUDAC come from BUILD_DIR (or P), and no library of
+  an installed torch wheel (``.../site-packages/torch/lib``) is loaded;
 * without a device: the device count is 0, asking for device 0 fails with a clean
   RuntimeError, and the statistics dict has torch's keys;
 * with devices: on device 0 it allocates through the extracted CUDACachingAllocator on a pool
@@ -14,10 +14,11 @@ Runs in its own process, importing nothing but the standard library and ``_CUDAC
   frees, and reads the allocator's statistics after each step.
 
 Prints one ``name: value`` line per observation and ``smoke test passed`` last; exits 1 on the
-first failed check.
+first failed check, 2 (one line) when the directory holds no ``_CUDAC``.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -60,8 +61,20 @@ def stats_brief(s: dict) -> dict:
             "device_frees": s.get("num_device_free", "n/a")}
 
 
-def main(build_dir: Path) -> None:
-    sys.path.insert(0, str(build_dir / "stage2" / "python"))
+def module_dir(root: Path, installed: bool) -> Path:
+    """Where _CUDAC is: P/python in an install prefix, BUILD_DIR/stage2/python in a build."""
+    where = root / "python" if installed else root / "stage2" / "python"
+    if not any(where.glob("_CUDAC*.so")):
+        what = "install prefix" if installed else "build directory"
+        print(f"smoke_test.py: {where}: no _CUDAC*.so here: not a torch_cuda {what} (build "
+              f"with `wrapped-cmake build`{', then install --prefix' if installed else ''})",
+              file=sys.stderr)
+        sys.exit(2)
+    return where
+
+
+def main(build_dir: Path, installed: bool = False) -> None:
+    sys.path.insert(0, str(module_dir(build_dir, installed)))
     import _CUDAC  # noqa: E402  (the only non-stdlib import)
 
     libs = loaded_libraries()
@@ -140,7 +153,21 @@ def gpu_smoke(C) -> None:
     show("seconds", round(time.perf_counter() - t0, 4))
 
 
+def parse(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="smoke_test.py", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n\n", 1)[1])
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("build_dir", nargs="?", type=Path, metavar="BUILD_DIR",
+                       help="a torch_cuda build directory (stage1/, stage2/)")
+    where.add_argument("--prefix", type=Path, metavar="P",
+                       help="an install prefix (P/lib, P/python) instead of a build directory")
+    return ap.parse_args(argv)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    main(Path(sys.argv[1]))
+    args = parse(sys.argv[1:])
+    if args.prefix is not None:
+        main(args.prefix, installed=True)
+    else:
+        main(args.build_dir)
