@@ -29,7 +29,6 @@ CLI = REPO / "tools" / "tdev" / "cli"
 CAUGHT_IN_COMMANDS = {
     ("extract_cmd.py", "LocalChanges"): "a finding (exit 1, the edited files listed), raised "
                                         "by the writer: not bad input",
-    ("patch_cmd.py", "LockBusy"): "another run holds the tree: exit 1, not bad input",
     ("patch_cmd.py", "OSError"): "the disk refused mid-run: the run failed (exit 1)",
     ("scaffold_cmd.py", "InputError"): "--list-vendors lists an invalid profile as INVALID",
     ("extract_cmd.py", "UnicodeEncodeError"): "_shown: a lone surrogate printed as an escape",
@@ -42,7 +41,6 @@ NOT_INPUT = {
     "wrapped_cmake.errors.BuildFailed": "carries a Failure value (exit 1) for BuildExtension",
     "tdev.extract.localwork.LocalChanges": "a finding: local work would be lost (exit 1)",
     "tdev.extract.ppcheck.NoPreprocessor": "no cpp on PATH: the split is skipped, a review item",
-    "tdev.patch.diskio.LockBusy": "another run holds the lock (exit 1)",
     "tdev.route.record._Unsupported": "control flow: a call that cannot be recorded is dropped",
     "tdev.scan.cmake_syntax.CMakeLineError": "PyTorch's CMake file: a scan warning",
     "tdev.scan.cmake_syntax.CMakeSyntaxError": "PyTorch's CMake file: a scan warning",

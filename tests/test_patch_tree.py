@@ -92,7 +92,7 @@ def test_second_run_fails_clearly_while_the_tree_is_locked(small):
         busy = tdev("patch", "apply", "--series", str(series), "--torch-src", str(tree))
         with pytest.raises(LockBusy):
             ops.apply(series, tree)
-    assert busy.returncode == 1
+    assert busy.returncode == 2  # refused, nothing done: as extract, scaffold and wrapped-cmake
     assert busy.stderr.strip() == (f"tdev: {os.path.realpath(tree)}/{LOCK_NAME}: the tree is locked by "
                                    f"another `tdev patch` run (pid {os.getpid()}); waited 0 s "
                                    "(use --wait SECONDS to wait longer)")

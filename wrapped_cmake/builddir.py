@@ -7,16 +7,24 @@ a source directory after an in-source ``cmake .`` (a ``CMakeCache.txt``), a dire
 ``.wrapped-cmake/`` copied from elsewhere, or any directory of the user's own is refused with
 one line (exit 2). A directory that already held files when wrapped-cmake first used it is
 never marked: ``clean`` (without ``--all``) still removes its build outputs.
+
+One run at a time: :func:`locked` holds an exclusive lock on the build directory for a whole
+configure, build, install or clean (``basekit.fs.dir_lock``: an flock on the directory itself,
+no lock file, released when the process ends however it ends). A second run on the same
+directory is refused at once with one line, exit 2, as ``tdev extract``, ``tdev scaffold`` and
+``tdev patch`` refuse a target another run is writing: nothing was done, run it again later.
 """
 from __future__ import annotations
 
 import json
 import os
 import shutil
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from .errors import InputError
-from basekit.fs import write_atomic
+from basekit.fs import Busy, dir_lock, write_atomic
 
 MARKER = Path(".wrapped-cmake") / "build-dir.json"
 _TOOL = "wrapped-cmake"
@@ -35,6 +43,25 @@ def claim(build_dir: Path) -> bool:
         write_atomic(build_dir / MARKER, json.dumps({"tool": _TOOL, "build_dir": _key(build_dir)},
                                                     indent=1) + "\n")
     return fresh
+
+
+@contextmanager
+def locked(build_dir: Path, create: bool = True) -> Iterator[None]:
+    """Hold ``build_dir``'s lock, then claim it (:func:`claim`); with ``create=False`` a
+    directory that is not there is not made, nor locked. Another run holding it is bad input
+    naming it, before anything is written there."""
+    with ExitStack() as stack:
+        if create and not os.path.lexists(build_dir):
+            build_dir.mkdir(parents=True, exist_ok=True)
+        if build_dir.is_dir() and not build_dir.is_symlink():
+            try:
+                stack.enter_context(dir_lock(build_dir))
+            except Busy:
+                raise InputError(str(build_dir), "another wrapped-cmake run is using this build "
+                                 "directory; run again when it is done") from None
+        if create:
+            claim(build_dir)
+        yield
 
 
 def owned(build_dir: Path) -> bool:

@@ -12,6 +12,7 @@ with the first real error lines; the full logs are in ``.wrapped-cmake/*.log``.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -24,7 +25,7 @@ from typing import Callable, Mapping
 
 from basekit.fs import write_atomic
 
-from .builddir import claim, remove as remove_build_dir
+from .builddir import claim, locked, remove as remove_build_dir
 from .errors import BuildFailed, Failure, FailureKind, InputError
 from .logparse import classify, cmake_error_block, compile_error_lines, host_compiler_in_log
 from .presets import link_compile_commands, preset_name, unlink_compile_commands, write_presets
@@ -73,6 +74,22 @@ class RunResult:
                 "failure": self.failure.to_dict() if self.failure else None}
 
 
+def _exclusive(step):
+    """A step that holds the build directory's lock (:func:`~.builddir.locked`) for its whole
+    run; the steps it calls (build's configure, install's build) run under the same hold."""
+    @functools.wraps(step)
+    def run(self: "CMaker", *args, **kwargs):
+        if self._held:
+            return step(self, *args, **kwargs)
+        with locked(self.build_dir, create=step.__name__ != "clean"):
+            self._held = True
+            try:
+                return step(self, *args, **kwargs)
+            finally:
+                self._held = False
+    return run
+
+
 class CMaker:
     def __init__(self, settings: Settings, profile: Profile | None = None,
                  env: Mapping[str, str] | None = None,
@@ -87,6 +104,7 @@ class CMaker:
         self.meta = self.build_dir / META_DIR
         self._definitions: dict[str, str] | None = None
         self._torch_prefix = torch_cmake_prefix() if settings.torch != "none" else None
+        self._held = False  # this object holds the build directory's lock
 
     # --- what a configure would do ---------------------------------------------------------
 
@@ -179,6 +197,7 @@ class CMaker:
 
     # --- steps ----------------------------------------------------------------------------
 
+    @_exclusive
     def configure(self, force: bool = False) -> RunResult:
         result = RunResult(self.build_dir)
         reasons, fresh = self.stale_reasons()
@@ -208,6 +227,7 @@ class CMaker:
         result.warnings += self._write_source_files()
         return result
 
+    @_exclusive
     def build(self, targets: list[str] | None = None) -> RunResult:
         result = self.configure()
         if not result.ok:
@@ -227,6 +247,7 @@ class CMaker:
                                      log=self.meta / "build.log")
         return result
 
+    @_exclusive
     def install(self, prefix: Path | None = None) -> RunResult:
         result = self.build(targets=[])
         if not result.ok:
@@ -243,6 +264,7 @@ class CMaker:
                                      "failed", lines, log=self.meta / "install.log")
         return result
 
+    @_exclusive
     def clean(self, everything: bool = False) -> RunResult:
         result = RunResult(self.build_dir)
         if not self.build_dir.exists():

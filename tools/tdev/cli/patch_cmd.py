@@ -18,9 +18,9 @@ apply and unapply change the tree all-or-nothing (journal + atomic renames, a lo
 .tdev-patch.lock); verify and status never write to it."""
 
 EXIT_CODES = exit_codes_epilog(
-    failed="a patch does not apply / conflicts / tree locked",
+    failed="a patch does not apply / conflicts",
     usage="bad input (missing series file, malformed patch, not a PyTorch tree, damaged tdev "
-          "state in the tree)")
+          "state in the tree, the tree locked by another run)")
 
 EXAMPLES = {
     "verify": "tdev patch verify --torch-src ~/pytorch --junit patches.xml",
@@ -102,15 +102,10 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Bad input propagates (an InputError: one line, exit 2, from tdev's main); a lock held by
-    another run and a file system error are this run's failure (exit 1)."""
-    from tdev.patch.tree import LockBusy
-
+    """Bad input propagates (an InputError: one line, exit 2, from tdev's main), a lock held by
+    another run too (LockBusy); a file system error is this run's failure (exit 1)."""
     try:
         return _dispatch(args)
-    except LockBusy as e:  # another run holds the tree: a finding, not bad input
-        print(f"tdev: {e}", file=sys.stderr)
-        return EXIT_FAILED
     except OSError as e:  # the disk refused a read or write mid-run: the run failed
         where = f"{e.filename}: " if e.filename else ""
         print(f"tdev: {where}{e.strerror or e}", file=sys.stderr)

@@ -17,8 +17,9 @@ from .journal import TEMP_PREFIX
 LOCK_NAME = ".tdev-patch.lock"
 
 
-class LockBusy(RuntimeError):
-    """Another run holds the tree's lock."""
+class LockBusy(BadInput):
+    """Another run holds the tree's lock: refused, nothing done (exit 2, as extract, scaffold
+    and wrapped-cmake refuse a target another run is writing)."""
 
 
 def fsync_dir(path: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 
-from wrapped_cmake.builddir import owned, remove
+from wrapped_cmake.builddir import locked, owned, remove
 from wrapped_cmake.cmaker import META_DIR
 from wrapped_cmake.errors import InputError
 from wrapped_cmake.settings import Settings
@@ -20,6 +20,11 @@ class CleanResult:
 
 
 def clean(settings: Settings, everything: bool) -> CleanResult:
+    with locked(settings.build_dir, create=False):  # not while a build runs in it
+        return _clean(settings, everything)
+
+
+def _clean(settings: Settings, everything: bool) -> CleanResult:
     build_dir = settings.build_dir
     if not build_dir.exists():
         return CleanResult(True, f"nothing to clean [{build_dir}]")

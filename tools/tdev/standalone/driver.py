@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from wrapped_cmake.builddir import claim
+from wrapped_cmake.builddir import locked
 from wrapped_cmake.cmaker import CMaker, RunResult
 from wrapped_cmake.errors import Failure, FailureKind
 from wrapped_cmake.settings import Settings
@@ -77,18 +77,20 @@ def build(settings: Settings, env: Mapping[str, str] | None = None,
     inputs = resolve_inputs(settings, env)
     say = echo or (lambda line: None)
     build_dir = inputs.build_dir
-    claim(build_dir)  # only a directory wrapped-cmake marked is ever removed (clean --all)
-    stats_log = None
-    if settings.launcher == "ccache":
-        env.setdefault("CCACHE_BASEDIR", str(build_dir))  # cache hits across build directories
-        if not env.get("CCACHE_STATSLOG"):  # tells --plan which compiles were cache hits
-            stats_log = build_dir / ".wrapped-cmake" / "ccache-stats.log"
-            stats_log.parent.mkdir(parents=True, exist_ok=True)
-            env["CCACHE_STATSLOG"] = str(stats_log)
-    result = StandaloneResult(inputs)
-    _run(mode_of(inputs, settings), inputs, settings, env, echo, say, install_to, result)
-    if result.ok:
-        _finish(settings, build_dir, result, stats_log)
+    # claimed (only a directory wrapped-cmake marked is ever removed, clean --all) and locked:
+    # one build at a time in it
+    with locked(build_dir):
+        stats_log = None
+        if settings.launcher == "ccache":
+            env.setdefault("CCACHE_BASEDIR", str(build_dir))  # cache hits across build directories
+            if not env.get("CCACHE_STATSLOG"):  # tells --plan which compiles were cache hits
+                stats_log = build_dir / ".wrapped-cmake" / "ccache-stats.log"
+                stats_log.parent.mkdir(parents=True, exist_ok=True)
+                env["CCACHE_STATSLOG"] = str(stats_log)
+        result = StandaloneResult(inputs)
+        _run(mode_of(inputs, settings), inputs, settings, env, echo, say, install_to, result)
+        if result.ok:
+            _finish(settings, build_dir, result, stats_log)
     return result
 
 
