@@ -126,3 +126,29 @@ def test_new_and_refresh_on_the_command_line(checkout, capsys):
     assert main(["patch", "refresh", "nope", *common]) == 2
     assert capsys.readouterr().err.strip() == (
         f"tdev: {series / 'series'}: no patch named 'nope' in the series")
+
+
+def test_new_starts_a_series_in_an_empty_directory(checkout, tmp_path):
+    """The first patch of a series of one's own: an empty directory becomes a series (the patch
+    and a `series` file listing it); the tree's change is then that series' to take out."""
+    from support.patch import tdev
+
+    repo = checkout["tree"]
+    mine = tmp_path / "my_patches"
+    mine.mkdir()
+    (repo / "a.txt").write_text(numbered(60, "a").replace("a 2\n", "a two\n"))
+    common = ["--series", str(mine), "--torch-src", str(repo)]
+    r = tdev("patch", "new", "0001-two", "--description", "spell two", *common)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == f"new: {mine / '0001-two.patch'} written (1 files, 1 hunks: a.txt)"
+    assert (mine / "series").read_text() == "0001-two.patch\n"
+    status = tdev("patch", "status", *common)
+    assert status.returncode == 0 and "status: ok" in status.stdout, status.stdout + status.stderr
+    assert tdev("patch", "unapply", *common).returncode == 0
+    assert _git(repo, "status", "--porcelain") == ""
+    notes = tmp_path / "notes"  # a directory with other files in it is not taken for a series
+    notes.mkdir()
+    (notes / "todo.txt").write_text("not a series\n")
+    other = tdev("patch", "new", "0001-x", "--series", str(notes), "--torch-src", str(repo))
+    assert other.returncode == 2 and other.stderr.count("\n") == 1, other.stderr
+    assert f"{notes / 'series'}: no such file" in other.stderr

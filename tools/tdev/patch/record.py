@@ -151,8 +151,9 @@ def new(series_dir: Path | str | None, torch_src: Path | str, name: str, *, desc
         why: str = "", upstream: str = "", applies_to: str | None = None, untracked: bool = False,
         wait: float = 0.0) -> RecordResult:
     """Record the changes of a git checkout (against HEAD plus the applied series) as a new
-    patch at the end of the series."""
-    series, tree = load_series(series_dir), open_tree(torch_src)
+    patch at the end of the series; an empty directory starts a series (its first patch and a
+    ``series`` file listing it)."""
+    series, tree = _series_to_extend(series_dir), open_tree(torch_src)
     if not name or "/" in name or name.startswith("."):
         raise PatchFormatError(f"{name!r}: a patch name is a plain file name")
     filename = name if name.endswith((".patch", ".diff")) else f"{name}.patch"
@@ -176,6 +177,15 @@ def new(series_dir: Path | str | None, torch_src: Path | str, name: str, *, desc
     if result.ok:
         _own_new_patch(tree, series, filename, wait)
     return result
+
+
+def _series_to_extend(series_dir: Path | str | None) -> Series:
+    """The series ``new`` appends to: an empty directory is a series without patches yet."""
+    if series_dir is not None and os.path.isdir(series_dir) and not os.path.islink(series_dir):
+        with os.scandir(series_dir) as it:
+            if next(it, None) is None:
+                return Series(Path(series_dir), None, ())
+    return load_series(series_dir)
 
 
 def _own_new_patch(tree: Tree, series: Series, name: str, wait: float) -> None:
