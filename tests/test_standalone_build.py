@@ -268,6 +268,45 @@ def test_plan_counts_units_and_estimates_from_compiles_not_cache_hits(small, tmp
     assert report.estimated_from["cpp"] == "measured" and report.estimated_from["cu"] == "default"
 
 
+C10_CMAKE = """file(GLOB C10_SRCS
+        *.cpp
+        core/*.cpp
+        util/*.cpp
+      )
+file(GLOB C10_HEADERS *.h core/*.h)
+"""
+
+
+def test_plan_counts_stage_1s_units_and_time(small, tmp_path):
+    """Stage 1 (c10 from the tree, the default build's) is part of the build `--plan` plans:
+    the units the tree's own c10/CMakeLists.txt globs, at the stage-1 time per unit (measured
+    by this build directory's stage-1 Ninja log once there is one)."""
+    tree, ext = small
+    (tree / "c10" / "CMakeLists.txt").write_text(C10_CMAKE)
+    for rel in ("core/Device.cpp", "core/Stream.cpp", "util/Logging.cpp", "test/core/T.cpp",
+                "mobile/Skip.cpp"):  # the last two: no glob of C10_SRCS takes them
+        (tree / "c10" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / "c10" / rel).write_text("int f();\n")
+    out = _cli("build", "--backend", "cuda", "--source", str(ext), "--plan", "-j", "2")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    per_unit = DEFAULT_SECONDS["stage1"]
+    assert f"  stage 1: c10 from {tree}: 3 unit(s), {3 * per_unit:.1f} s of compiling" in lines
+    this = next(ln for ln in lines if ln.startswith("  this build: "))
+    total = 3 * per_unit + DEFAULT_SECONDS["cpp"]
+    assert this == (f"  this build: 4 unit(s) (3 of them stage 1's), {total:.1f} s of compiling, "
+                    f"about {total / 2:.1f} s with 2 job(s)")
+    build = ext.parent / "build" / "torch_cuda"
+    (build / "stage1" / "build").mkdir(parents=True)
+    (build / "stage1" / "build" / ".ninja_log").write_text(
+        "# ninja log v5\n0\t9000\t1\tc10/CMakeFiles/c10.dir/core/Device.cpp.o\t1\n")
+    assert record_unit_times(build)["c10/core/Device.cpp"]["stage"] == "stage1"
+    out = _cli("build", "--backend", "cuda", "--source", str(ext), "--plan", "--json")
+    report = json.loads(out.stdout)
+    assert (report["stage1_units"], report["stage1_serial_s"]) == (3, 27.0)
+    assert report["estimated_from"]["stage1"] == "measured"
+
+
 # --- the command line ------------------------------------------------------------------------
 
 def test_cli_refuses_a_plan_only_target_set(small, tmp_path):

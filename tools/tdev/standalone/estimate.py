@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,8 +43,10 @@ TIMES_FILE = Path(".wrapped-cmake") / "unit-times.json"
 #             AOTInductor shim): median of 42 units 9.0 s (cold, no ccache, -j2 on the idle
 #             2 cores: c10d/NanCheck.cu 57.6, ProcessGroupNCCL 41.4, cuda/Module 21.2,
 #             tensorexpr/cuda_codegen 15.6, CudaIPCTypes 2.6; 535 s in all) -> 9 s
+#   stage1:   stage 1's c10 from the 2.6.0 tree (g++ 12.2, -j2 on the 2 cores): 89 units in
+#             260 s -> 5.8 s
 DEFAULT_SECONDS = {"cpp": 6.6, "cu": 3.2, "aten-cpp": 6.6, "aten-cu": 35.2,
-                   "registration": 60.0, "attention": 175.0, "csrc": 9.0}
+                   "registration": 60.0, "attention": 175.0, "csrc": 9.0, "stage1": 5.8}
 KINDS = tuple(DEFAULT_SECONDS)
 LOGS = (("stage1", Path("stage1") / "build" / ".ninja_log"),
         ("stage2", Path("stage2") / ".ninja_log"))
@@ -86,13 +89,18 @@ def ccache_hits(stats_log: Path | None) -> set[str]:
 def unit_of(output: str) -> tuple[str, str, str] | None:
     """``CMakeFiles/c10_cuda.dir/torch/c10/cuda/X.cpp.o`` -> (``c10/cuda/X.cpp``, target,
     staged path ``torch/c10/cuda/X.cpp``); an overlay unit (``csrc/...``) keeps its staged
-    path. None for anything but an object file."""
-    if not output.startswith("CMakeFiles/") or not output.endswith(".o"):
+    path. A unit of a subdirectory's target (stage 1's ``c10/CMakeFiles/c10.dir/core/X.cpp.o``,
+    from ``add_subdirectory(torch/c10 c10)``) is ``c10/core/X.cpp`` (staged ``torch/c10/...``).
+    None for anything but an object file."""
+    subdir, found, tail = output.partition("CMakeFiles/")
+    if not found or (subdir and not subdir.endswith("/")) or not output.endswith(".o"):
         return None
-    target, _, rest = output[len("CMakeFiles/"):].partition(".dir/")
+    target, _, rest = tail.partition(".dir/")
     if not rest:
         return None
     rest = rest[:-2]
+    if subdir:
+        return subdir + rest, target, f"torch/{subdir}{rest}"
     return (rest[len("torch/"):] if rest.startswith("torch/") else rest), target, rest
 
 
@@ -174,6 +182,10 @@ class PlanReport:
     accounting: list[dict] = field(default_factory=list)  # every unit: status, set, reason
     generated: list[str] = field(default_factory=list)  # codegen units (predicted)
     ops: list[str] | None = None
+    # stage 1 built from the PyTorch tree: its c10 units (the tree's C10_SRCS globs)
+    stage1_units: int = 0
+    stage1_serial_s: float = 0.0
+    stage1_tree: str | None = None  # None: no tree found, stage 1 not counted
 
     def to_dict(self) -> dict:
         d = dict(vars(self))
@@ -196,8 +208,11 @@ def make_plan(inputs, jobs: int | None) -> PlanReport:
     measured = {u: float(x["slowest"]) for u, x in times.items()
                 if isinstance(x, dict) and x.get("stage") == "stage2"
                 and (u in inputs.manifest.sources or _generated(u)) and _seconds(x.get("slowest"))}
+    first = {u: float(x["slowest"]) for u, x in times.items()
+             if isinstance(x, dict) and x.get("stage") == "stage1" and _seconds(x.get("slowest"))}
     for kind in KINDS:
-        vals = [v for u, v in measured.items() if _kind(u) == kind]
+        vals = (list(first.values()) if kind == "stage1" else
+                [v for u, v in measured.items() if _kind(u) == kind])
         report.measured[kind] = len(vals)
         report.medians[kind] = statistics.median(vals) if vals else DEFAULT_SECONDS[kind]
         report.estimated_from[kind] = "measured" if vals else "default"
@@ -229,9 +244,13 @@ def make_plan(inputs, jobs: int | None) -> PlanReport:
     for name, f in (feats or {}).items():
         report.settings.append(SettingPlan(name, f.on, f.source, f.setting.why, [
             x.unit for x in statuses if x.status == "excluded" and x.reason.startswith(name + "=")]))
+    if report.stage1 == "source" and inputs.torch_source is not None:
+        report.stage1_tree = str(inputs.torch_source)
+        report.stage1_units = len(stage1_units(inputs.torch_source))
+        report.stage1_serial_s = report.stage1_units * report.medians["stage1"]
     built = [x.unit for x in statuses if x.status == "built"]
-    report.selected_units = len(built)
-    report.selected_serial_s = sum(cost(u) for u in built)
+    report.selected_units = len(built) + report.stage1_units
+    report.selected_serial_s = sum(cost(u) for u in built) + report.stage1_serial_s
     report.selected_wall_s = report.selected_serial_s / report.jobs
     report.serial_s = sum(s.estimate_s for s in report.sets if s.buildable) + sum(
         cost(u) for u in report.unassigned)
@@ -241,11 +260,32 @@ def make_plan(inputs, jobs: int | None) -> PlanReport:
         report.notes.append(f"no {'/'.join(defaults)} unit compiled in {inputs.build_dir} yet: "
                             "estimated from defaults measured once on the development machine; "
                             "a build refines it from its Ninja log")
+    if report.stage1 == "source" and report.stage1_tree is None:
+        report.notes.append("stage 1 (c10 from the PyTorch tree) is not counted: the tree the "
+                            "extraction came from is not there (-D TORCH_SOURCE_DIR=<tree>)")
     if report.stage1 == "source":
         report.notes.append("the ATen sets need the installed torch of the same release as "
                             "stage 1 (selected with --target aten_cuda ...): their settings are "
                             "resolved then")
     return report
+
+
+_C10_SRCS = re.compile(r"file\(\s*GLOB\s+C10_SRCS\s+([^)]*)\)")
+
+
+def stage1_units(tree: Path) -> list[str]:
+    """The units stage 1 compiles: c10's, as the tree's own ``c10/CMakeLists.txt`` globs them
+    (``file(GLOB C10_SRCS *.cpp core/*.cpp ...)``), as paths in the tree (``c10/core/X.cpp``)."""
+    from basekit.docread import read_regular
+
+    text = read_regular(tree / "c10" / "CMakeLists.txt", max_bytes=1 << 20,
+                        what="c10/CMakeLists.txt").decode("utf-8", "replace")
+    m = _C10_SRCS.search(text)
+    patterns = m.group(1).split() if m else []
+    found = {p.relative_to(tree).as_posix() for pattern in patterns
+             if "$" not in pattern and ".." not in pattern
+             for p in (tree / "c10").glob(pattern) if p.is_file()}
+    return sorted(found)
 
 
 def _predicted_generated(inputs) -> list[str]:
@@ -292,8 +332,13 @@ def render(report: PlanReport) -> str:
         lines.append(f"  {kind} compile: {m:.2f} s per unit (" + (
             f"median of {report.measured[kind]} measured)" if report.estimated_from[kind] ==
             "measured" else "default, nothing measured yet)"))
-    lines.append(f"  this build: {report.selected_units} unit(s), {_fmt(report.selected_serial_s)}"
-                 f" of compiling, about {_fmt(report.selected_wall_s)} with {report.jobs} job(s)")
+    if report.stage1_tree is not None:
+        lines.append(f"  stage 1: c10 from {report.stage1_tree}: {report.stage1_units} unit(s), "
+                     f"{_fmt(report.stage1_serial_s)} of compiling")
+    of_stage1 = f" ({report.stage1_units} of them stage 1's)" if report.stage1_units else ""
+    lines.append(f"  this build: {report.selected_units} unit(s){of_stage1}, "
+                 f"{_fmt(report.selected_serial_s)} of compiling, about "
+                 f"{_fmt(report.selected_wall_s)} with {report.jobs} job(s)")
     if report.serial_s is not None:
         lines.append(f"  estimate: {_fmt(report.serial_s)} of compiling, about "
                      f"{_fmt(report.wall_s or 0)} with {report.jobs} job(s) (every buildable set)")

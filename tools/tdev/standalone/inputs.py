@@ -56,7 +56,7 @@ def is_standalone_source(source_dir: Path) -> bool:
 class Inputs:
     source: Path
     manifest: Manifest
-    torch_source: Path | None  # None: not resolved (--plan)
+    torch_source: Path | None  # None: not found (--plan and the torch mode need none)
     torch_source_from: str
     torch_version: str
     overlay: Path
@@ -125,17 +125,27 @@ def resolve_inputs(settings: Settings, env: Mapping[str, str] | None = None,
             from .torchmode import OP_LIST_SETS
             selected = target_sets.select(selected + [s for s in OP_LIST_SETS
                                                       if s in target_sets.sets], where)
-        try:  # optional: private ATen headers neither the wheel nor the extraction holds
-            tree, tree_from = _torch_source(settings, env, manifest)
-            _tree_version(tree, tree_from, manifest)
-        except InputError:
-            tree, tree_from = None, ""
+        # optional: private ATen headers neither the wheel nor the extraction holds
+        tree, tree_from = _optional_tree(settings, env, manifest)
     elif need_tree:
         tree, tree_from = _torch_source(settings, env, manifest)
         version = _tree_version(tree, tree_from, manifest)
+    else:  # --plan: the tree, when it is there, tells stage 1's units
+        tree, tree_from = _optional_tree(settings, env, manifest)
     return Inputs(source, manifest, tree, tree_from, version, overlay,
                   _series(settings.defines) if need_tree else [], settings.build_dir,
                   target_sets, selected, mode, torch_stage1)
+
+
+def _optional_tree(settings: Settings, env: Mapping[str, str],
+                   manifest: Manifest) -> tuple[Path | None, str]:
+    """The PyTorch tree of the extraction's release, or (None, "") when there is none."""
+    try:
+        tree, tree_from = _torch_source(settings, env, manifest)
+        _tree_version(tree, tree_from, manifest)
+    except InputError:
+        return None, ""
+    return tree, tree_from
 
 
 def _torch_source(settings: Settings, env: Mapping[str, str],
