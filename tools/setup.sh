@@ -45,6 +45,11 @@ if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
   fi
 fi
 python=$venv/bin/python
+# Python.h: the generated packages and wrapped-cmake's extensions compile against it
+if ! "$python" -c 'import os, sys, sysconfig; sys.exit(not os.path.isfile(sysconfig.get_paths()["include"] + "/Python.h"))'; then
+  log "apt-get install python3-dev"
+  apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-dev >&2
+fi
 pip_install() { "$python" -m pip install -q --disable-pip-version-check -c constraints.txt "$@" >&2; }
 # setuptools and wheel: the generated packages are built with --no-build-isolation, with these.
 # torch: the CPU build of 2.13.0 (a plain `torch` requirement would pull a multi-GB CUDA build);
