@@ -3,8 +3,10 @@ shows after its script ran, for the real PyTorch 2.6.0 tree and for hostile file
 machine without chromium fails these tests with how to install it (tools/setup.sh does)."""
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
@@ -14,6 +16,7 @@ import pytest
 
 from tdev.extract.layout import load_layout
 from tdev.extract.plan import make_plan
+from tdev.extract.writer import write_tree
 from tdev.pages.planpage import placed_files, render_plan_page
 from tdev.pages.scanpage import render_scan_page
 from tdev.pages.treelines import count_tree
@@ -22,6 +25,7 @@ from tdev.scan.model import Evidence, FileFinding, ScanResult
 from tdev.scan.rules import load_rules
 from tdev.scan.scanner import scan
 
+from support.buildenv import clean_env
 from support.extract import make_tree
 
 pytestmark = pytest.mark.slow
@@ -187,3 +191,33 @@ def test_hostile_names_stay_text_in_the_browser(tmp_path, browser):
     dom = browser(tmp_path / "plan.html")
     assert dom.all("title")[0].text == "tdev extract plan: PyTorch 2.6.0" and not dom.all("img")
     assert {li.attrs["data-dest"].rsplit("/", 1)[1] for li in dom.all("li") if "data-dest" in li.attrs} >= set(HOSTILE)
+
+
+@pytest.mark.realtree
+def test_build_plan_page_shows_each_sets_time(real_pages, browser, tmp_path):
+    """`wrapped-cmake build --plan --html` of the real extraction: a bar per target set, each
+    with the seconds `--plan --json` estimates, stage 1 first when it is counted."""
+    _, plan, _, _, _ = real_pages
+    ext = tmp_path / "third_device" / "torch_cuda"
+    write_tree(plan, ext)
+    page = tmp_path / "build.html"
+
+    def wcm(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "wrapped_cmake", "build", "--backend", "cuda",
+                               "--source", str(ext), *args], capture_output=True, text=True, env=clean_env())
+    report = json.loads(wcm("--plan", "--json", "-j2").stdout)
+    r = wcm("--plan", "-j2", "--html", str(page))
+    assert r.returncode == 0 and f"{page}: the plan's page" in r.stderr, r.stderr
+    dom = browser(page)
+    drawn = {g.attrs["data-set"]: g for g in dom.all("g", "set")}
+    want = {s["name"]: s for s in report["sets"]}
+    if report.get("stage1_units"):
+        want["stage 1: c10"] = {"estimate_s": report["stage1_serial_s"], "selected": True, "buildable": True}
+    assert set(drawn) == set(want)
+    for name, s in want.items():
+        assert float(drawn[name].attrs["data-seconds"]) == pytest.approx(s["estimate_s"], abs=1e-3)
+        status = ("selected" if s["selected"] else "buildable") if s["buildable"] else "plan-only"
+        assert status in drawn[name].attrs["class"].split()
+    assert f"This build: {report['selected_units']} units" in dom.one("p", id="selected").text
+    r = wcm("--html", str(page))
+    assert r.returncode == 2 and r.stderr.strip() == "wrapped-cmake: --html: goes with --plan (the page shows the plan)"

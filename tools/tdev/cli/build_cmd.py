@@ -76,6 +76,8 @@ class TorchCudaSource:
         if command == "build":
             group.add_argument("--plan", action="store_true", help="print the translation "
                                "units of a full torch_cuda build and a time estimate, then stop")
+            group.add_argument("--html", type=Path, metavar="FILE", help="with --plan: also write "
+                               "the plan as a self-contained HTML page (each set's estimated time)")
 
     def handles(self, source: Path) -> bool:
         from tdev.standalone.inputs import is_standalone_source
@@ -115,9 +117,15 @@ def cmd_standalone(args: argparse.Namespace, settings: Settings,
               if args.json else "\n".join([f"{k}: {v}" for k, v in inputs.to_dict().items()]
                                           + settings_lines(settings)))
         return EXIT_OK
+    if getattr(args, "html", None) and not getattr(args, "plan", False):
+        raise InputError("--html", "goes with --plan (the page shows the plan)")
     if getattr(args, "plan", False):
         from tdev.standalone.estimate import make_plan, render
         report = make_plan(resolve_inputs(settings, need_tree=False), settings.jobs)
+        if getattr(args, "html", None):
+            from tdev.pages.write import write_build_plan_page
+            size = write_build_plan_page(args.html, report)
+            print(f"{args.html}: the plan's page, {size:,} bytes", file=sys.stderr)
         print(json.dumps(report.to_dict(), indent=2) if args.json else render(report))
         return EXIT_OK
     result = driver.build(settings, echo=echo, install_to=install_to)

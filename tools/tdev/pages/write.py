@@ -47,3 +47,13 @@ def write_plan_page(path: Path, plan, out: str) -> int:
     text = render_plan_page(plan, out)
     write_page(path, text)
     return len(text.encode("utf-8"))
+
+
+def write_build_plan_page(path: Path, report) -> int:
+    """The standalone build's plan ``report`` to ``path``; returns its size in bytes."""
+    from .buildpage import render_build_plan_page
+
+    check_page_path(path)
+    text = render_build_plan_page(report)
+    write_page(path, text)
+    return len(text.encode("utf-8"))
