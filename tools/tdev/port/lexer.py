@@ -17,13 +17,19 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-_STARTS = re.compile(r'/[/*]|["\'#]')
-_LINE_COMMENT_END = re.compile(r"(?:[^\n\\]|\\[\s\S]?)*")
-_STRING_BODY = {'"': re.compile(r'(?:[^"\\\n]|\\[\s\S]?)*"?'), "'": re.compile(r"(?:[^'\\\n]|\\[\s\S]?)*'?")}
-_RAW_OPEN = re.compile(r'([^()\\\s"]{0,16})\(')
-_INCLUDE = re.compile(r'#[ \t]*include[ \t]*([<"])([^>"\n]*)[>"]')
+_LEAD = r"(?<!\w)"  # a literal's quote: after no word, or after an encoding prefix that follows none
+_ENCODINGS = ("", "[uUL]", "u8")
+_QUOTED = {"'": "|".join(f"(?<={_LEAD}{pre}')" for pre in _ENCODINGS),  # R"x without "(": a plain string
+           '"': "|".join(f'(?<={_LEAD}{pre}{r}")' for pre in _ENCODINGS for r in ("", "R"))}
+_RAW = "|".join(f'(?<={_LEAD}{pre}R")' for pre in _ENCODINGS)
+_REGION = re.compile(
+    r"(?P<line>//(?:[^\n\\]|\\[\s\S]?)*)"
+    r"|(?P<block>/\*[\s\S]*?(?:\*/|\Z))"
+    rf'|(?P<raw>"(?:{_RAW})(?P<delim>[^()\\\s"]{{0,16}})\([\s\S]*?\)(?P=delim)")'
+    rf'|(?P<string>"(?:{_QUOTED[chr(34)]})(?:[^"\\\n]|\\[\s\S]?)*"?)'
+    rf"|(?P<char>'(?:{_QUOTED[chr(39)]})(?:[^'\\\n]|\\[\s\S]?)*'?)"
+    r'|(?P<include>\#[ \t]*include[ \t]*[<"](?P<header>[^>"\n]*)[>"])')
 _PREFIXES = ("u8", "u", "U", "L", "")
-
 COMMENT, STRING, CHAR, INCLUDE = "comment", "string", "char", "include"
 
 
@@ -39,18 +45,6 @@ def _word(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
-def _literal_prefix(text: str, i: int) -> str | None:
-    """The encoding prefix (and R) before the quote at ``i``, when it is one (else None: the
-    letters end a longer identifier)."""
-    j = i
-    while j > 0 and _word(text[j - 1]):
-        j -= 1
-    word = text[j:i]
-    if word.endswith("R") and word[:-1] in _PREFIXES:
-        return word
-    return word if word in _PREFIXES else None
-
-
 def _line_start(text: str, i: int) -> bool:
     j = i - 1
     while j >= 0 and text[j] in " \t":
@@ -58,46 +52,30 @@ def _line_start(text: str, i: int) -> bool:
     return j < 0 or text[j] == "\n"
 
 
+def _prefix_start(text: str, i: int) -> int:
+    """Where the literal whose quote is at ``i`` starts (its encoding prefix and R)."""
+    j = i
+    while j > 0 and _word(text[j - 1]):
+        j -= 1
+    return j
+
+
 def regions(text: str) -> list[Region]:
     out: list[Region] = []
-    pos, n = 0, len(text)
-    search = _STARTS.search
-    while True:
-        m = search(text, pos)
-        if m is None:
-            return out
-        i, tok = m.start(), m.group(0)
-        if tok == "//":
-            end = _LINE_COMMENT_END.match(text, i + 2).end()
+    search, pos = _REGION.search, 0
+    while (m := search(text, pos)) is not None:
+        kind, i, end = m.lastgroup, m.start(), m.end()
+        if kind in ("line", "block"):
             out.append(Region(COMMENT, i, end))
-        elif tok == "/*":
-            end = text.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            out.append(Region(COMMENT, i, end))
-        elif tok == "#":
-            inc = _INCLUDE.match(text, i) if _line_start(text, i) else None
-            if inc is None:
+        elif kind == "include" or kind == "header":
+            if not _line_start(text, i):  # a "#" in the middle of a line: read on after it
                 pos = i + 1
                 continue
-            end = inc.end()
-            out.append(Region(INCLUDE, i, end, (inc.start(2), inc.end(2))))
+            out.append(Region(INCLUDE, i, end, m.span("header")))
         else:
-            prefix = _literal_prefix(text, i)
-            if prefix is None or (tok == "'" and prefix.endswith("R")):
-                pos = i + 1  # a digit separator, or quote after an identifier
-                continue
-            start = i - len(prefix)
-            end = None
-            if prefix.endswith("R"):
-                raw = _RAW_OPEN.match(text, i + 1)
-                if raw is not None:
-                    close = text.find(")" + raw.group(1) + '"', raw.end())
-                    if close >= 0:
-                        end = close + len(raw.group(1)) + 2
-            if end is None:
-                end = _STRING_BODY[tok].match(text, i + 1).end()
-            out.append(Region(STRING if tok == '"' else CHAR, start, end))
+            out.append(Region(CHAR if kind == "char" else STRING, _prefix_start(text, i), end))
         pos = end
+    return out
 
 
 def reference_regions(text: str) -> list[Region]:
