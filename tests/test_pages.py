@@ -153,3 +153,20 @@ def test_build_plan_page_keeps_set_names_as_text():
     assert [(b.name, b.seconds, b.status) for b in bars(report)] == [
         (HOSTILE[0], 12.0, "selected"), ("later", 30.0, "plan-only")]
     assert 'data-seconds="30.000"' in html and escape(HOSTILE[0], quote=True) in html
+
+
+def test_names_that_are_not_utf8_are_shown_as_escapes(tmp_path):
+    """A file name with bytes that are not UTF-8 (Python's surrogate escapes) is written as an
+    escape on both pages, never an encoding error."""
+    from tdev.pages.write import write_page
+
+    odd = "aten/src/ATen/native/cuda/k\udcff.cu"
+    html = render_scan_page(result_of({odd: "cuda"}), {odd: 1})
+    write_page(tmp_path / "scan.html", html)
+    assert page_data((tmp_path / "scan.html").read_text())["d"][0]["n"] == "aten"
+    assert "k\\udcff.cu" in html  # the name in the page's data, as a JSON escape
+    tree = make_tree(tmp_path / "pytorch", {"version.txt": "2.6.0\n", "torch/__init__.py": "",
+                                            odd: "__global__ void k() {}\n"})
+    plan = make_plan(tree, scan(tree, jobs=1, cache_dir=tmp_path / "cache"), load_layout(), jobs=1)
+    write_page(tmp_path / "plan.html", render_plan_page(plan))
+    assert "aten/native/cuda/k\\xff.cu" in (tmp_path / "plan.html").read_text()  # the byte
