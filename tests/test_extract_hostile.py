@@ -186,3 +186,25 @@ def test_a_planted_sibling_is_never_followed_nor_put_in_place(extracted, tmp_pat
         assert planted.is_symlink() and sorted(os.listdir(foreign)) == ["theirs.txt"]
         planted.unlink()
 
+
+
+def test_a_scan_of_another_tree_or_release_is_refused(tmp_path):
+    """A saved scan is evidence about one tree at one release: used for another copy, or for
+    the same directory at another release, it is one line naming both, and nothing is written."""
+    import shutil
+
+    root = make_tree(tmp_path / "pytorch")
+    scan_file = scan_json(root, tmp_path / "scan.json", tmp_path / "cache")
+    other = tmp_path / "elsewhere" / "pytorch"
+    shutil.copytree(root, other)
+    out = tmp_path / "out" / "torch_cuda"
+    r = _tdev("extract", str(other), "--scan", str(scan_file), "--out", str(out))
+    _one_line_exit_2(r)
+    assert r.stderr.startswith(f"tdev: {scan_file}: a scan of {root}") and str(other) in r.stderr
+    (root / "version.txt").write_text("1.13.1\n")
+    r = _tdev("extract", str(root), "--scan", str(scan_file), "--out", str(out))
+    _one_line_exit_2(r)
+    assert r.stderr.startswith(f"tdev: {scan_file}: a scan of PyTorch 2.6.0a0") and "1.13.1" in r.stderr
+    assert not out.parent.exists()
+    again = scan_json(root, tmp_path / "scan2.json", tmp_path / "cache")  # a scan of this tree: used
+    assert _tdev("extract", str(root), "--scan", str(again), "--out", str(out)).returncode == 0

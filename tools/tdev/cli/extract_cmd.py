@@ -164,7 +164,7 @@ def _plan(args, layout):
 
     root = check_root(args.root)
     if args.scan is not None:
-        result = read_scan(args.scan)
+        result = read_scan(args.scan, root)
     else:
         bar = Progress("scanning")
         result = scan(root, jobs=args.jobs, progress=bar)
