@@ -49,7 +49,11 @@ def test_the_fastest_backend_is_chosen_from_the_weighted_medians(tuned):
         for m in mine:
             totals[m["backend"]] = totals.get(m["backend"], 0.0) + m["median_us"] * m["calls"]
         assert choice["totals_us"] == pytest.approx(totals)
-        assert choice["backend"] == min(totals, key=totals.get)
+        fastest = min(totals, key=totals.get)
+        if choice["within_noise"]:  # no winner called: the first listed of those within noise
+            assert fastest in choice["within_noise"] and choice["backend"] == choice["within_noise"][0]
+        else:
+            assert choice["backend"] == fastest
         assert "flaggems" in choice["reasons"] and "flaggems" not in totals
     mm = [m for m in result["measurements"] if m["op"] == "mm" and "median_us" in m]
     assert {m["calls"] for m in mm} == {3}

@@ -6,8 +6,11 @@ cases.py) the operator is routed to each backend in turn with `PKG.routing.set_r
 on the device (timing.py: events, else a wall clock; medians of batches after warm-up), the
 backends alternating over `rounds` rounds on the same inputs (the median of the rounds' medians
 counts: a host that slows down for a while then hits every backend alike). An
-operator's time on a backend is the sum over its cases of median x calls (the case's weight);
-the fastest backend that ran every case wins. A backend that is not available for an operator
+operator's time on a backend is the sum over its cases of median x calls (the case's weight),
+and its spread the same sum over the first and third quartiles of the batches. The fastest
+backend that ran every case wins only when it is faster than each other one by more than the
+noise: its spread lies below theirs and it is at least MIN_GAIN faster; otherwise the backends
+within noise of the fastest are reported as such and the one listed first is kept. A backend that is not available for an operator
 (FlagGems not installed, no FlagGems kernel, no vendor kernels) or fails on a case is reported
 with the reason and not chosen. The routes the package had are restored afterwards.
 """
@@ -28,6 +31,8 @@ from basekit.fs import write_atomic
 
 from .cases import Case, aten_overload, make_args
 from .timing import DeviceClock, Timing
+
+MIN_GAIN = 0.02  # a winner is at least 2% faster: run-to-run variation the batches of one run do not show
 
 class TuneError(InputError):
     """Cannot tune: the package cannot be imported, has no device, or the input is unusable."""
@@ -53,6 +58,8 @@ class Choice:
     backend: str | None  # None: no backend ran every case
     totals_us: dict[str, float]  # weighted time per backend that ran every case
     reasons: dict[str, str]  # backend -> why it was not measured or failed
+    spread_us: dict[str, tuple[float, float]] = field(default_factory=dict)  # weighted quartiles
+    within_noise: tuple[str, ...] = ()  # the backends no measurement tells apart (the first kept)
 
 
 @dataclass
@@ -74,18 +81,23 @@ class TuneResult:
                 "timer": self.timer, "repeat": self.repeat,
                 "measurements": [m.to_json() for m in self.measurements],
                 "choices": {c.op: {"backend": c.backend, "totals_us": c.totals_us,
-                                   "reasons": c.reasons} for c in self.choices}}
+                                   "spread_us": {b: list(q) for b, q in c.spread_us.items()},
+                                   "within_noise": list(c.within_noise), "reasons": c.reasons}
+                            for c in self.choices}}
 
     def conf_text(self, include: str | None = None) -> str:
         """A backends.conf with the chosen route per operator and the figures as comments."""
         lines = [f"# backends.conf written by `tdev route tune` on {time.strftime('%Y-%m-%d')}",
                  f"# {self.package} on {self.device}, torch {self.torch_version}; timer: "
                  f"{self.timer}, medians of {self.repeat} batches per case and round",
-                 "# op = backend    # weighted us per backend that ran every case"]
+                 "# op = backend    # weighted us per backend that ran every case [quartiles]"]
         if include:
             lines.append(f"include {include}")
         for c in self.choices:
-            figures = ", ".join(f"{b} {t:.1f}" for b, t in sorted(c.totals_us.items()))
+            figures = ", ".join(f"{b} {t:.1f} [{c.spread_us[b][0]:.1f}-{c.spread_us[b][1]:.1f}]"
+                                for b, t in sorted(c.totals_us.items()))
+            if c.within_noise:
+                figures = f"within noise: {figures}"
             if c.backend is None:
                 lines.append(f"# {c.op}: not routed, no backend ran every case "
                              f"({'; '.join(f'{b}: {r}' for b, r in c.reasons.items())})")
@@ -193,8 +205,18 @@ def _measure_case(routing, case: Case, backends: tuple[str, ...], available: tup
     return out
 
 
+def quartiles(t: Timing) -> tuple[float, float]:
+    """The first and third quartiles of a measurement's batches, widened to take its median in."""
+    if len(t.samples_us) < 2:
+        return t.median_us, t.median_us
+    q1, _, q3 = statistics.quantiles(t.samples_us, n=4, method="inclusive")
+    return min(q1, t.median_us), max(q3, t.median_us)
+
+
 def choose(op: str, measurements: list[Measurement]) -> Choice:
+    """The backend for ``op`` (see the module doc); backends in the order they were asked for."""
     totals: dict[str, float] = {}
+    spread: dict[str, tuple[float, float]] = {}
     reasons: dict[str, str] = {}
     for backend in dict.fromkeys(m.backend for m in measurements):
         mine = [m for m in measurements if m.backend == backend]
@@ -203,8 +225,17 @@ def choose(op: str, measurements: list[Measurement]) -> Choice:
             reasons[backend] = failed.error or "did not run"
         else:
             totals[backend] = sum(m.timing.median_us * m.case.calls for m in mine)
-    best = min(totals, key=totals.get) if totals else None
-    return Choice(op, best, totals, reasons)
+            qs = [quartiles(m.timing) for m in mine]
+            spread[backend] = (sum(q[0] * m.case.calls for q, m in zip(qs, mine)),
+                               sum(q[1] * m.case.calls for q, m in zip(qs, mine)))
+    if not totals:
+        return Choice(op, None, totals, reasons, spread)
+    best = min(totals, key=totals.get)
+    near = tuple(b for b in totals if b == best or not (
+        spread[b][0] > spread[best][1] and totals[b] >= totals[best] * (1 + MIN_GAIN)))
+    if len(near) == 1:
+        return Choice(op, best, totals, reasons, spread)
+    return Choice(op, near[0], totals, reasons, spread, near)
 
 
 def write_conf(result: TuneResult, path: Path | str, include: str | None = None) -> Path:
