@@ -21,14 +21,16 @@ _LEAD = r"(?<!\w)"  # a literal's quote: after no word, or after an encoding pre
 _ENCODINGS = ("", "[uUL]", "u8")
 _QUOTED = {"'": "|".join(f"(?<={_LEAD}{pre}')" for pre in _ENCODINGS),  # R"x without "(": a plain string
            '"': "|".join(f'(?<={_LEAD}{pre}{r}")' for pre in _ENCODINGS for r in ("", "R"))}
-_RAW = "|".join(f'(?<={_LEAD}{pre}R")' for pre in _ENCODINGS)
+_RAW = "|".join(f'(?<={_LEAD}{pre}R")' for pre in _ENCODINGS)  # look-behinds at the quote just read
+# every alternative starts with its literal character, outside any group, so that the engine
+# skips to the next "/", quote or "#" instead of trying each alternative at every position
 _REGION = re.compile(
-    r"(?P<line>//(?:[^\n\\]|\\[\s\S]?)*)"
-    r"|(?P<block>/\*[\s\S]*?(?:\*/|\Z))"
-    rf'|(?P<raw>"(?:{_RAW})(?P<delim>[^()\\\s"]{{0,16}})\([\s\S]*?\)(?P=delim)")'
-    rf'|(?P<string>"(?:{_QUOTED[chr(34)]})(?:[^"\\\n]|\\[\s\S]?)*"?)'
-    rf"|(?P<char>'(?:{_QUOTED[chr(39)]})(?:[^'\\\n]|\\[\s\S]?)*'?)"
-    r'|(?P<include>\#[ \t]*include[ \t]*[<"](?P<header>[^>"\n]*)[>"])')
+    r"/(?P<line>/(?:[^\n\\]|\\[\s\S]?)*)"
+    r"|/(?P<block>\*[\s\S]*?(?:\*/|\Z))"
+    rf'|"(?P<raw>(?:{_RAW})(?P<delim>[^()\\\s"]{{0,16}})\([\s\S]*?\)(?P=delim)")'
+    rf'|"(?P<string>(?:{_QUOTED[chr(34)]})(?:[^"\\\n]|\\[\s\S]?)*"?)'
+    rf"|'(?P<char>(?:{_QUOTED[chr(39)]})(?:[^'\\\n]|\\[\s\S]?)*'?)"
+    r'|\#(?P<include>[ \t]*include[ \t]*[<"](?P<header>[^>"\n]*)[>"])')
 _PREFIXES = ("u8", "u", "U", "L", "")
 COMMENT, STRING, CHAR, INCLUDE = "comment", "string", "char", "include"
 
@@ -157,7 +159,8 @@ def trie_pattern(words: Iterable[str]) -> str:
         node[""] = {}
 
     def walk(node: dict) -> str:
-        alts = [re.escape(ch) + walk(child) for ch, child in sorted(node.items()) if ch]
+        alts = [(ch if ch.isalnum() or ch == "_" else re.escape(ch)) + walk(child)
+                for ch, child in sorted(node.items()) if ch]
         if not alts:
             return ""
         body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
@@ -168,14 +171,54 @@ def trie_pattern(words: Iterable[str]) -> str:
 
 def names_pattern(names: Iterable[str], prefixes: Iterable[str]) -> re.Pattern:
     """Whole names: any of ``names``, or an identifier that starts with one of ``prefixes`` and
-    is longer than it."""
+    is longer than it. One pattern: the slow path :class:`Names` is held to."""
+    return re.compile("(?<!\\w)(?:" + _alternatives(names, prefixes) + ")(?!\\w)")
+
+
+def _alternatives(names: Iterable[str], prefixes: Iterable[str]) -> str:
     alts = []
     names, prefixes = sorted(set(names)), sorted(set(prefixes))
     if names:
         alts.append(trie_pattern(names))
     if prefixes:
         alts.append(f"(?:{trie_pattern(prefixes)})\\w+")
-    return re.compile("(?<!\\w)(?:" + ("|".join(alts) or r"(?!x)x") + ")(?!\\w)")
+    return "|".join(alts) or r"(?!x)x"
+
+
+class Names:
+    """The names of a profile found in a text: the matches of ``names_pattern``, leftmost then
+    longest, found faster. One pattern per first character, each starting with that character
+    as a literal, lets the regular-expression engine skip to the next occurrence of it instead
+    of trying the whole trie at every position; the matches of all are merged."""
+
+    def __init__(self, names: Iterable[str], prefixes: Iterable[str]):
+        groups: dict[str, tuple[list[str], list[str]]] = {}
+        for n in set(names):
+            groups.setdefault(n[0], ([], []))[0].append(n)
+        for p in set(prefixes):
+            groups.setdefault(p[0], ([], []))[1].append(p)
+        self.patterns = [re.compile("(?:" + _alternatives(ns, ps) + ")(?!\\w)")
+                         for _, (ns, ps) in sorted(groups.items())]
+
+    def find(self, text: str) -> list[tuple[int, int]]:
+        """The spans of the names in ``text``, in order, none overlapping."""
+        found: list[tuple[int, int]] = []
+        for pat in self.patterns:
+            search, pos = pat.search, 0
+            while (m := search(text, pos)) is not None:
+                i = m.start()
+                if i and (text[i - 1].isalnum() or text[i - 1] == "_"):
+                    pos = i + 1  # inside a longer identifier
+                    continue
+                found.append((i, m.end()))
+                pos = m.end()
+        found.sort(key=lambda s: (s[0], -s[1]))
+        out, end = [], 0
+        for s, e in found:
+            if s >= end:
+                out.append((s, e))
+                end = e
+        return out
 
 
 def region_at(starts: list[int], found: list[Region], pos: int) -> Region | None:

@@ -7,10 +7,11 @@ header mapped twice to different targets (``names``, ``prefixes``, ``headers``),
 replacement that collides (two entries for one text)."""
 from __future__ import annotations
 
+import fnmatch
+import functools
 import os
 import re
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -62,8 +63,7 @@ class Profile:
 
     def ports(self, rel: str) -> bool:
         base = rel.rsplit("/", 1)[-1]
-        return (any(fnmatchcase(base, g) for g in self.port_files)
-                and not any(fnmatchcase(rel, g) for g in self.keep))
+        return globs(self.port_files)(base) is not None and globs(self.keep)(rel) is None
 
     def rename(self, rel: str) -> str:
         """The ported path of ``rel`` (directories and file names, then the extension)."""
@@ -73,6 +73,12 @@ class Profile:
         for r in self.path_replace:
             head, stem = head.replace(r.source, r.target), stem.replace(r.source, r.target)
         return (head + "/" if head else "") + stem + ext
+
+
+@functools.lru_cache(maxsize=None)
+def globs(patterns: tuple[str, ...]):
+    """One compiled match for a list of shell globs (``fnmatchcase`` rules)."""
+    return re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in patterns) or r"(?!x)x").match
 
 
 KEYS = {"version", "name", "sources", "derived", "names", "prefixes", "headers", "rewrite_in",

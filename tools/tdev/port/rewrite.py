@@ -8,13 +8,13 @@ entry), the evidence the manifest and ``--dry-run`` show."""
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from typing import Callable
 
-from .lexer import CHAR, COMMENT, INCLUDE, STRING, Region, names_pattern, region_at, regions
-from .profile import Profile, Rule
+from .lexer import CHAR, COMMENT, INCLUDE, STRING, Names, Region, names_pattern, region_at, regions
+from .profile import Profile, Rule, globs
 
 
 @dataclass(frozen=True)
@@ -35,8 +35,14 @@ Resolver = Callable[[str, str, bool], "str | None"]
 @dataclass(frozen=True)
 class Porter:
     profile: Profile
-    words: re.Pattern
+    names: Names  # the fast path
+    plain: dict[str, Rule]  # the names the text is searched for
     headers: dict[str, Rule]
+
+    @functools.cached_property
+    def words(self) -> re.Pattern:
+        """The slow path: one pattern (the tests hold the fast one to it)."""
+        return names_pattern(self.plain, self.profile.prefixes)
 
     @classmethod
     def of(cls, profile: Profile) -> "Porter":
@@ -52,7 +58,7 @@ class Porter:
                 headers.setdefault(k, rule)
             if not k.startswith(("include <", 'include "')):
                 names[k] = rule
-        return cls(profile, names_pattern(names, profile.prefixes), headers)
+        return cls(profile, Names(names, profile.prefixes), names, headers)
 
     def _replace_name(self, word: str) -> tuple[str, Rule] | None:
         rule = self.profile.names.get(word)
@@ -64,7 +70,11 @@ class Porter:
                 best = r
         return None if best is None else (best.target + word[len(best.source):], best)
 
-    def port(self, text: str, rel: str, resolve: Resolver) -> tuple[str, list[tuple[int, str, str, str]]]:
+    def spans(self, text: str, slow: bool = False) -> list[tuple[int, int]]:
+        return [m.span() for m in self.words.finditer(text)] if slow else self.names.find(text)
+
+    def port(self, text: str, rel: str, resolve: Resolver,
+             slow: bool = False) -> tuple[str, list[tuple[int, str, str, str]]]:
         """The ported text and its changes as (offset, old, new, origin)."""
         prof = self.profile
         allowed = {COMMENT: "comments" in prof.rewrite_in, STRING: "strings" in prof.rewrite_in,
@@ -74,16 +84,15 @@ class Porter:
         edits: list[tuple[int, str, str, str]] = []
         for inc in (r for r in found if r.kind == INCLUDE):
             self._include(text, inc, rel, resolve, edits)
-        for m in self.words.finditer(text):
-            where = region_at(starts, found, m.start())
-            if where is not None and not allowed[where.kind]:
-                if where.kind == INCLUDE and self._inside_kept_header(where, m, edits):
-                    pass
-                else:
-                    continue
-            got = self._replace_name(m.group(0))
+        for a, b in self.spans(text, slow):
+            where = region_at(starts, found, a)
+            if where is not None and not allowed[where.kind] and not (
+                    where.kind == INCLUDE and self._inside_kept_header(where, edits)):
+                continue
+            word = text[a:b]
+            got = self._replace_name(word)
             if got is not None:
-                edits.append((m.start(), m.group(0), got[0], got[1].origin))
+                edits.append((a, word, got[0], got[1].origin))
         edits.sort()
         pieces, pos = [], 0
         for off, old, new, _ in edits:
@@ -96,7 +105,7 @@ class Porter:
         return "".join(pieces), [e for e in edits]
 
     @staticmethod
-    def _inside_kept_header(where: Region, m: re.Match, edits: list) -> bool:
+    def _inside_kept_header(where: Region, edits: list) -> bool:
         """A name inside a header name that no header rule or rename took: rewritten as text,
         like the rest of the directive."""
         return not any(e[0] == where.header[0] for e in edits)
@@ -122,8 +131,7 @@ def finish(porter: Porter, text: str, rel: str, dest: str) -> tuple[str, list[Ch
     base = dest.rsplit("/", 1)[-1]
     changes: list[Change] = []
     math = prof.device_math
-    if math and any(fnmatchcase(base, g) for g in math.get("files", ())) and \
-            not any(fnmatchcase(rel, g) for g in math.get("except", ())):
+    if math and globs(tuple(math.get("files", ())))(base) and not globs(tuple(math.get("except", ())))(rel):
         for old, new in math.get("map", {}).items():
             key, pos = old + "(", 0
             while (pos := text.find(key, pos)) >= 0:
@@ -137,7 +145,7 @@ def finish(porter: Porter, text: str, rel: str, dest: str) -> tuple[str, list[Ch
                 ("when_pattern" in inc and re.search(inc["when_pattern"], text)):
             text = f"#include {inc['include']}\n" + text
             changes.append(Change(1, "", f"#include {inc['include']}", "device_include"))
-    if prof.banner and any(fnmatchcase(base, g) for g in prof.banner_files):
+    if prof.banner and globs(prof.banner_files)(base):
         text = prof.banner + "\n" + text
     changes.sort(key=lambda c: c.line)
     return text, changes
