@@ -134,8 +134,12 @@ def test_scan_page_of_the_real_tree_shows_every_kind_and_drills_down(real_pages,
 
     where = "aten/src/ATen/native/cuda"
     here = {PurePosixPath(f.path).name: f for f in result.files if str(PurePosixPath(f.path).parent) == where}
+    hot = dom.one("section", id="hot").children[2].children[0].children  # table > tbody > rows
+    assert len(hot) == 16 and hot[1].cells()[0] == where + "/"  # a header and 15 directories
+    assert int(hot[1].cells()[1].replace(",", "")) == sum(f.kind == "cuda" for f in here.values())
     dom = browser(page, where)
     assert dom.one("body").attrs["data-shown"] == where
+    assert "hidden" in dom.one("section", id="hot").attrs  # the whole tree's table, at the top only
     assert dom.one("nav", id="crumbs").text.split(" / ")[:6] == ["(tree)", "aten", "src", "ATen", "native", "cuda"]
     drawn = {g.attrs["data-path"] for g in dom.all("g", "file")}  # and those of two levels below
     assert {p for p in drawn if p.rsplit("/", 1)[0] == where} == {f"{where}/{n}" for n in here}

@@ -5,6 +5,7 @@ of directories and findings, not with the tree."""
 from __future__ import annotations
 
 from typing import Any, Mapping
+from urllib.parse import quote
 
 from tdev.scan.model import FileFinding, ScanResult
 
@@ -15,6 +16,7 @@ KINDS = ("cuda", "mixed", "generic")
 MAX_EVIDENCE = 12  # evidence entries shown per file; the rest are counted
 MAX_DETAIL = 240  # characters of one evidence detail
 MAX_RANGES = 8  # line ranges shown per evidence entry
+HOT = 15  # directories in the table of where the CUDA code lives
 
 
 def _node(name: str) -> dict[str, Any]:
@@ -72,6 +74,31 @@ def _finish(node: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
+def hot_directories(data: dict[str, Any], limit: int = HOT) -> list[tuple[str, int, int, int]]:
+    """(path, cuda files, mixed files, cuda lines) of the directories whose own files hold the
+    most CUDA lines, then mixed files: where the CUDA code lives."""
+    found = []
+    stack = [("", data)]
+    while stack:
+        path, node = stack.pop()
+        cuda = [f for f in node["f"] if f[1] == 0]
+        mixed = len(node["f"]) - len(cuda)
+        if node["f"]:
+            found.append((path, len(cuda), mixed, sum(f[2] for f in cuda)))
+        stack += [(f"{path}/{d['n']}" if path else d["n"], d) for d in node["d"]]
+    return sorted(found, key=lambda h: (-h[3], -h[2], h[0]))[:limit]
+
+
+def _hot_table(data: dict[str, Any]) -> str:
+    rows = "".join(f"<tr><td class=\"path\"><a href=\"#{esc(quote(p, safe=''))}\">{esc(p or '.')}/</a></td>"
+                   f"<td class=\"n\">{c:,}</td><td class=\"n\">{m:,}</td><td class=\"n\">{n:,}</td></tr>"
+                   for p, c, m, n in hot_directories(data))
+    return (f"<section id=\"hot\"><h2>Where the CUDA code lives</h2><p>The {HOT} directories whose "
+            "own files hold the most CUDA lines:</p><table><tr><th>directory</th><th class=\"n\">cuda "
+            f"files</th><th class=\"n\">mixed files</th><th class=\"n\">cuda lines</th></tr>{rows}"
+            "</table></section>")
+
+
 def render_scan_page(result: ScanResult, lines: Mapping[str, int]) -> str:
     """One self-contained HTML page of ``result``; ``lines`` gives each file's lines (every
     file of the tree, generic ones included)."""
@@ -87,7 +114,7 @@ def render_scan_page(result: ScanResult, lines: Mapping[str, int]) -> str:
             f"<table id=\"totals\"><tr><th>kind</th><th class=\"n\">files</th><th class=\"n\">lines"
             f"</th></tr>{totals}</table>{legend()}"
             "<nav id=\"crumbs\"></nav><div id=\"map\"></div><section id=\"detail\"></section>"
-            "<section id=\"listing\"></section>"
+            f"{_hot_table(data)}<section id=\"listing\"></section>"
             "<noscript>The map needs JavaScript; <code>tdev scan --json</code> has the same "
             "data.</noscript></main>")
     return page(title, TREEMAP_CSS, body, data=data, script=TREEMAP_JS)

@@ -229,6 +229,8 @@ TREEMAP_JS = r"""
     drawMap(node, shown);
     listing(node, shown);
     document.body.setAttribute("data-shown", shown);
+    const hot = document.getElementById("hot");
+    if (hot) hot.hidden = shown !== "";  // the table of the whole tree, shown at its top
   }
   window.addEventListener("hashchange", render);
   render();
