@@ -76,14 +76,17 @@ def built_sets(build: Path) -> tuple[str, ...]:
 
 def _not_made(made: Sequence[str]) -> tuple[str, ...]:
     """The buildable target sets (the shipped overlay's targets.yaml) a build of ``made`` left
-    out."""
+    out; with the installed torch as stage 1, those only a stage 1 from the tree builds (the
+    smoke _CUDAC) do not count."""
     if not made:
         return ()
     from tdev.standalone.inputs import default_overlay
     from tdev.standalone.targets import load_target_sets
 
     sets = load_target_sets(default_overlay() / "targets.yaml").sets
-    return tuple(n for n, s in sets.items() if s.buildable and n not in made)
+    wheel = any(sets[n].stage1 == "torch" for n in made if n in sets)
+    return tuple(n for n, s in sets.items() if s.buildable and n not in made
+                 and not (wheel and s.stage1 == "source"))
 
 
 def existing_files(items: Sequence[str]) -> list[Path]:
