@@ -136,4 +136,5 @@ def test_the_fast_names_are_the_one_patterns_matches(names, prefixes, text):
     from tdev.port.lexer import Names, names_pattern
 
     slow = [m.span() for m in names_pattern(names, prefixes).finditer(text)]
-    assert Names(names, prefixes).find(text) == slow
+    assert Names(names, prefixes).find(text) == slow  # one pattern per first character
+    assert Names(names, prefixes, min_keys=1).find(text) == slow  # chains of identifiers looked up

@@ -18,7 +18,7 @@ from typing import Any
 
 from basekit.errors import InputError
 from basekit.faults import FaultPoints
-from basekit.fs import Busy, dir_lock, safe_join
+from basekit.fs import Busy, dir_lock, relpath_problem
 from basekit.trees import replace_tree
 from tdev.extract import localwork
 from tdev.extract.localwork import LocalChanges
@@ -114,17 +114,22 @@ def _locked(plan: PortPlan, out: Path, discard: bool, faults: FaultPoints) -> Wr
                 old[e["path"]] = e["sha256"]
     if state is not None and state.raw == mbytes and state.ok:
         return WriteResult(str(out), len(data), False, [], list(work.keep_files) if work else [])
-    rewritten = [p for p, (b, _) in data.items() if old.get(p) != sha256(b)]
+
+    digests = {p: sha256(b) for p, (b, _) in data.items()}
+    rewritten = [p for p in data if old.get(p) != digests[p]]
+    for dest in data:  # once, here: the work directory below holds only what this writes
+        if (problem := relpath_problem(dest)) is not None:
+            raise PortOutputError(dest, f"refused: {problem}")
 
     def fill(new: Path) -> None:
         made: set[str] = set()
         for k, (dest, (b, exe)) in enumerate(sorted(data.items()), 1):
-            path = safe_join(new, dest)
-            parent = posixpath.dirname(str(path))
+            path = os.path.join(new, dest)
+            parent = posixpath.dirname(path)
             if parent not in made:
                 os.makedirs(parent, exist_ok=True)
                 made.add(parent)
-            if dest in old and old[dest] == sha256(b):
+            if old.get(dest) == digests[dest]:
                 os.link(out / dest, path)  # unchanged: the same file, inode and mtime
                 continue
             with open(path, "wb") as fh:
