@@ -11,8 +11,8 @@ never marked: ``clean`` (without ``--all``) still removes its build outputs.
 One run at a time: :func:`locked` holds an exclusive lock on the build directory for a whole
 configure, build, install or clean (``basekit.fs.dir_lock``: an flock on the directory itself,
 no lock file, released when the process ends however it ends). A second run on the same
-directory is refused at once with one line, exit 2, as ``tdev extract``, ``tdev scaffold`` and
-``tdev patch`` refuse a target another run is writing: nothing was done, run it again later.
+directory is refused at once with one line, exit 2 (``basekit.errors``: the run was refused and
+did nothing, as for any target another run is writing): run it again later.
 """
 from __future__ import annotations
 
