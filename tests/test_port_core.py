@@ -138,3 +138,14 @@ def test_the_fast_names_are_the_one_patterns_matches(names, prefixes, text):
     slow = [m.span() for m in names_pattern(names, prefixes).finditer(text)]
     assert Names(names, prefixes).find(text) == slow  # one pattern per first character
     assert Names(names, prefixes, min_keys=1).find(text) == slow  # chains of identifiers looked up
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(PIECES, max_size=30).map("".join))
+def test_regions_up_to_the_last_include_are_the_first_regions(text):
+    from tdev.port.lexer import include_horizon
+
+    stop = include_horizon(text)
+    whole = regions(text)
+    assert regions(text, stop) == [r for r in whole if r.start < stop]
+    assert all(r.start < stop for r in whole if r.kind == "include")

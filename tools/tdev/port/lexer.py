@@ -62,10 +62,28 @@ def _prefix_start(text: str, i: int) -> int:
     return j
 
 
-def regions(text: str) -> list[Region]:
+_INCLUDE_ANYWHERE = re.compile(r"#[ \t]*include")
+
+
+def include_horizon(text: str) -> int:
+    """Where the last ``#include`` of ``text`` ends (0 when there is none): every include
+    region starts before it."""
+    last = None
+    for last in _INCLUDE_ANYWHERE.finditer(text):
+        pass
+    if last is None:
+        return 0
+    nl = text.find("\n", last.end())
+    return len(text) if nl < 0 else nl
+
+
+def regions(text: str, stop: int | None = None) -> list[Region]:
+    """The regions of ``text``; with ``stop``, those that start before it (the same as the
+    first ones of the whole reading: it reads left to right)."""
     out: list[Region] = []
     search, pos = _REGION.search, 0
-    while (m := search(text, pos)) is not None:
+    limit = len(text) if stop is None else stop
+    while (m := search(text, pos)) is not None and m.start() < limit:
         kind, i, end = m.lastgroup, m.start(), m.end()
         if kind in ("line", "block"):
             out.append(Region(COMMENT, i, end))

@@ -41,7 +41,11 @@ class Listed:
 
 
 def render(doc: dict[str, Any]) -> bytes:
-    return (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode("utf-8")
+    """Deterministic JSON, one file entry per line (each written by the C encoder)."""
+    head = {k: v for k, v in doc.items() if k != "files"}
+    rows = ",\n  ".join(json.dumps(f, sort_keys=True) for f in doc["files"])
+    text = json.dumps(head, indent=1, sort_keys=True)
+    return (text[:-2] + f',\n "files": [\n  {rows}\n ]\n}}\n').encode("utf-8")
 
 
 def load(out: str | Path) -> tuple[dict[str, Any], list[Listed], bytes]:

@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from .lexer import CHAR, COMMENT, INCLUDE, STRING, Names, Region, names_pattern, region_at, regions
+from .lexer import (CHAR, COMMENT, INCLUDE, STRING, Names, Region, include_horizon, names_pattern, region_at,
+                    regions)
 from .profile import Profile, Rule, globs
 
 
@@ -79,7 +80,10 @@ class Porter:
         prof = self.profile
         allowed = {COMMENT: "comments" in prof.rewrite_in, STRING: "strings" in prof.rewrite_in,
                    CHAR: "strings" in prof.rewrite_in, INCLUDE: False}
-        found = regions(text)
+        # where names are rewritten everywhere, only the includes need the regions: they are
+        # read up to the last "#include" (the same regions as reading the whole text)
+        everywhere = all(allowed[k] for k in (COMMENT, STRING, CHAR))
+        found = regions(text, include_horizon(text) if everywhere else None)
         starts = [r.start for r in found]
         edits: list[tuple[int, str, str, str]] = []
         for inc in (r for r in found if r.kind == INCLUDE):
@@ -131,7 +135,7 @@ def finish(porter: Porter, text: str, rel: str, dest: str) -> tuple[str, list[Ch
     base = dest.rsplit("/", 1)[-1]
     changes: list[Change] = []
     math = prof.device_math
-    if math and globs(tuple(math.get("files", ())))(base) and not globs(tuple(math.get("except", ())))(rel):
+    if math and "std::" in text and globs(tuple(math.get("files", ())))(base) and not globs(tuple(math.get("except", ())))(rel):
         for old, new in math.get("map", {}).items():
             key, pos = old + "(", 0
             while (pos := text.find(key, pos)) >= 0:

@@ -56,8 +56,7 @@ def contents(plan: PortPlan, out: Path) -> tuple[dict[str, tuple[bytes, bool]], 
                      "ported": f.ported, "applied": f.applied()})
         if f.changes:
             report[f.dest] = [c.to_json() for c in f.changes]
-    rep = (json.dumps({"unresolved_includes": sorted(map(list, set(plan.unresolved))), "changes": report},
-                      indent=0, sort_keys=True) + "\n").encode()
+    rep = lines_json({"unresolved_includes": sorted(map(list, set(plan.unresolved))), "changes": report})
     data[REPORT_NAME] = (rep, False)
     rows.append({"path": REPORT_NAME, "sha256": sha256(rep), "size": len(rep), "source": None,
                  "ported": False, "applied": {}})
@@ -71,6 +70,12 @@ def contents(plan: PortPlan, out: Path) -> tuple[dict[str, tuple[bytes, bool]], 
            "extraction": {"path": rel.replace(os.sep, "/"), "torch": plan.torch},
            "summary": plan.summary(), "files": sorted(rows, key=lambda r: r["path"])}
     return data, render(doc)
+
+
+def lines_json(doc: dict[str, Any]) -> bytes:
+    """``doc`` as JSON, one line per key (sorted), each value written by the C encoder."""
+    rows = [f"{json.dumps(k)}: {json.dumps(v, sort_keys=True)}" for k, v in sorted(doc.items())]
+    return ("{\n" + ",\n".join(rows) + "\n}\n").encode()
 
 
 def existing(out: Path):
