@@ -149,3 +149,24 @@ def test_read_only_output_is_one_line_before_the_plan(pytorch_tree, tmp_path):
         assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
         assert r.stderr.startswith(f"tdev: {ro / 'torch_cuda'}: cannot write") and "read-only" in r.stderr
         assert not list(ro.iterdir())
+
+
+def test_unchanged_re_extract_reuses_the_plan_and_writes_what_planning_writes(real, tmp_path):
+    """The second run on the unchanged tree reuses the stored plan (no re-planning, nothing
+    written); the tree both runs leave is byte for byte what the library's plan from scratch
+    writes. Timings are printed, not asserted."""
+    tree, _, scan_file, plan, _ = real
+    out = tmp_path / "cli" / "torch_cuda"
+    env = {"TDEV_CACHE_DIR": str(tmp_path / "cache")}
+    runs = []
+    for _ in range(2):
+        r = tdev("extract", str(tree), "--scan", str(scan_file), "--out", str(out), "--json", env=env)
+        assert r.returncode == 0, r.stderr
+        runs.append(json.loads(r.stdout))
+    first, again = runs
+    assert "reused" not in first["summary"]["timings"] and first["result"]["changed"]
+    assert set(again["summary"]["timings"]) == {"total", "reused"} and not again["result"]["changed"]
+    print(f"\nplanned in {first['summary']['timings']['total']:.2f} s, then the plan reused in "
+          f"{again['summary']['timings']['total']:.2f} s")
+    write_tree(plan, tmp_path / "lib" / "torch_cuda")
+    assert tree_hash(out) == tree_hash(tmp_path / "lib" / "torch_cuda")

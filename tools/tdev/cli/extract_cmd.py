@@ -158,7 +158,6 @@ def _shown(text: str) -> str:
 
 def _plan(args, layout):
     from tdev.cli.progress import Progress, StagedProgress
-    from tdev.extract.plan import make_plan
     from tdev.scan.scanfile import read_scan
     from tdev.scan.scanner import check_root, scan
 
@@ -169,12 +168,36 @@ def _plan(args, layout):
         bar = Progress("scanning")
         result = scan(root, jobs=args.jobs, progress=bar)
         bar.close()
+    from tdev.extract import ppcache
+    from tdev.extract.plancache import cached_plan
+
+    stored = ppcache.load()
+    used: dict[str, list] = {}
     planning = StagedProgress("planning")
     try:
-        return make_plan(root, result, layout, jobs=args.jobs, exclude=_inside(root, args),
-                         progress=planning.stage)
+        plan = cached_plan(root, result, layout, jobs=args.jobs, exclude=_inside(root, args),
+                           progress=planning.stage, verdicts=_Recording(stored, used))
     finally:
         planning.close()
+    ppcache.save(stored, used)
+    return plan
+
+
+class _Recording(dict):
+    """The stored verdicts, noting in ``used`` each one this run reads or adds."""
+
+    def __init__(self, stored: dict, used: dict):
+        super().__init__(stored)
+        self.used = used
+
+    def __getitem__(self, key):
+        value = super().__getitem__(key)
+        self.used[key] = value
+        return value
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        self.used[key] = value
 
 
 def _inside(root: Path, args) -> tuple[str, ...]:

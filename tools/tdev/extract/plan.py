@@ -136,12 +136,14 @@ def _read(root: Path, path: str) -> str:
 
 
 def make_plan(root: str | Path, scan: ScanResult, layout: Layout, *, rules: Rules | None = None,
-              jobs: int = 2, exclude: tuple[str, ...] = (), progress: Progress | None = None) -> ExtractionPlan:
+              jobs: int = 2, exclude: tuple[str, ...] = (), progress: Progress | None = None,
+              verdicts: dict[str, list] | None = None) -> ExtractionPlan:
     """Plan the extraction of ``root`` as ``scan`` classified it. LayoutError for a scan or layout
     that cannot be followed (a path outside the tree, no rule for a file, two files at one place).
     Without a C++ preprocessor the split cannot be checked: nothing is split (review items).
     ``exclude``: directories of the tree to ignore (an earlier output written inside it).
-    ``progress(stage, done, total)``: called as the stages advance (a terminal's progress line)."""
+    ``progress(stage, done, total)``: called as the stages advance (a terminal's progress line).
+    ``verdicts``: stored preprocessing-check verdicts (``ppcache``), used and added to."""
     advance: Progress = progress or (lambda stage, done, total: None)
     t0 = time.perf_counter()
     advance("reading the tree", 0, 1)
@@ -197,7 +199,8 @@ def make_plan(root: str | Path, scan: ScanResult, layout: Layout, *, rules: Rule
             advance("preprocessing checks", 0, len(splits))
             checked = ppcheck.check_all(cmd, [(s.path, s.original, s.rewritten) for s in splits],
                                         rules.cpp.macros, roots, jobs,
-                                        lambda done, total: advance("preprocessing checks", done, total))
+                                        lambda done, total: advance("preprocessing checks", done, total),
+                                        verdicts)
         for s in [s for s in splits if not checked[s.path].ok]:
             review.append(ReviewItem(s.path, "check", checked[s.path].reason))
             splits.remove(s)

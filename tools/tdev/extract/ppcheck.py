@@ -22,6 +22,7 @@ byte for byte (line markers included, so every token keeps its line: ``__LINE__`
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import re
 import shutil
@@ -29,7 +30,8 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Collection, Iterable
+from pathlib import Path
+from typing import Callable, Collection, Iterable, MutableMapping
 
 from .intrafile import mask
 
@@ -51,6 +53,7 @@ class CheckResult:
     ok: bool
     configs: int  # configurations compared
     reason: str = ""
+    compared: bool = True  # False: the preprocessor failed to run, no verdict on the texts
 
 
 class NoPreprocessor(RuntimeError):
@@ -151,30 +154,80 @@ def check_file(cmd: list[str], path: str, original: str, rewritten: str, macros:
             err = (err_b if rc_b else err_a).strip().splitlines()
             return CheckResult(path, False, k, f"the preprocessor failed on the "
                                f"{'rewritten' if rc_b else 'original'} file in configuration {k + 1}: "
-                               f"{err[0] if err else 'exit ' + str(rc_b or rc_a)}")
+                               f"{err[0] if err else 'exit ' + str(rc_b or rc_a)}", compared=False)
         if out_a != out_b:
             return CheckResult(path, False, k, f"configuration {k + 1} preprocesses differently "
                                f"({_first_difference(out_a, out_b)})")
     return CheckResult(path, True, len(configs))
 
 
+_HAS_INCLUDE = re.compile(r"__has_include(?:_next)?\b")
+_HAS_OPERAND = re.compile(r"__has_include(?:_next)?\s*\(\s*(?:<([^<>\"\n]+)>|\"([^<>\"\n]+)\")\s*\)")
+
+
+@lru_cache(maxsize=8)
+def _identity(cmd: tuple[str, ...]) -> str:
+    """The preprocessor and this checking code: what a stored verdict depends on besides its input."""
+    h = hashlib.sha256()
+    st = os.stat(cmd[0])
+    h.update(f"{os.path.realpath(cmd[0])}|{st.st_size}|{st.st_mtime_ns}|{cmd}".encode())
+    h.update(subprocess.run([*cmd, "-dM", "-x", "c++", "-std=c++17", "-"], input=b"",
+                            capture_output=True, check=False).stdout)
+    for module in ("ppcheck.py", "intrafile.py"):
+        h.update((Path(__file__).parent / module).read_bytes())
+    return h.hexdigest()
+
+
+def verdict_key(cmd: list[str], path: str, original: str, rewritten: str, macros: Collection[str],
+                include_dirs: list[str]) -> str | None:
+    """The digest a verdict on these inputs is stored under (see ``ppcache``); None when it
+    cannot be told (an ``__has_include`` whose operand a macro gives: the check runs)."""
+    found = []
+    for text in (original, rewritten):
+        if len(_HAS_INCLUDE.findall(text)) != len(_HAS_OPERAND.findall(text)):
+            return None
+        for m in _HAS_OPERAND.finditer(text):
+            name = m.group(1) or m.group(2)
+            dirs = include_dirs + ([os.getcwd()] if m.group(2) else [])
+            found.append(f"{name}:{[os.path.exists(os.path.join(d, name)) for d in dirs]}")
+    h = hashlib.sha256(_identity(tuple(cmd)).encode())
+    for part in (path, original, rewritten, "\0".join(sorted(macros)), "\0".join(include_dirs),
+                 "\0".join(found)):
+        h.update(part.encode("utf-8", "surrogateescape") + b"\1")
+    return h.hexdigest()
+
+
 def check_all(cmd: list[str], items: list[tuple[str, str, str]], macros: Collection[str],
               include_dirs: list[str], jobs: int = 2,
-              progress: Callable[[int, int], None] | None = None) -> dict[str, CheckResult]:
+              progress: Callable[[int, int], None] | None = None,
+              verdicts: MutableMapping[str, list] | None = None) -> dict[str, CheckResult]:
     """``items``: (path, original, rewritten). Runs ``jobs`` files at a time; ``progress(done,
-    total)`` after each file."""
+    total)`` after each file. ``verdicts``: stored verdicts by :func:`verdict_key` (``ppcache``);
+    a file found there is not run again, and this run's verdicts are added to it."""
+    keys = {p: verdict_key(cmd, p, a, b, macros, include_dirs) for p, a, b in items} \
+        if verdicts is not None else {}
+    done: dict[str, CheckResult] = {}
+    for path, key in keys.items():
+        if key is not None and key in verdicts:
+            ok, configs, reason = verdicts[key]
+            done[path] = CheckResult(path, ok, configs, reason)
+    todo = [item for item in items if item[0] not in done]
+
     def one(item: tuple[str, str, str]) -> CheckResult:
         return check_file(cmd, item[0], item[1], item[2], macros, include_dirs)
 
     def collect(results: Iterable[CheckResult]) -> dict[str, CheckResult]:
-        done: dict[str, CheckResult] = {}
+        if progress is not None:
+            progress(len(done), len(items))
         for r in results:
             done[r.path] = r
+            if verdicts is not None and r.compared and keys.get(r.path) is not None:
+                verdicts[keys[r.path]] = [r.ok, r.configs, r.reason]
             if progress is not None:
                 progress(len(done), len(items))
-        return done
+        return {p: done[p] for p, _, _ in items}
 
-    if jobs <= 1 or len(items) < 2:
-        return collect(map(one, items))
+    if jobs <= 1 or len(todo) < 2:
+        return collect(map(one, todo))
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return collect(pool.map(one, items))
+        return collect(pool.map(one, todo))
