@@ -15,7 +15,19 @@ import pytest
 from conftest import PREFIX, pkg
 
 routing = pkg.routing
-MEMORY_LIMIT = 3 << 30  # address space for the child: `import torch` needs well under 1 GB
+
+
+def _torch_address_space() -> int:
+    """What a plain `import torch` maps here (a CUDA build of torch maps gigabytes of libraries)."""
+    probe = ("import torch, re; print(re.search(r\"VmPeak:\\s*(\\d+)\", "
+             "open(\"/proc/self/status\").read()).group(1))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         env={**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}).stdout
+    return int(out) << 10
+
+
+# address space for the child: what torch itself needs, and 3 GB more for the package
+MEMORY_LIMIT = _torch_address_space() + (3 << 30)
 
 
 def import_torch_with(config: Path) -> subprocess.CompletedProcess:
