@@ -191,7 +191,8 @@ def verdict_key(cmd: list[str], path: str, original: str, rewritten: str, macros
             dirs = include_dirs + ([os.getcwd()] if m.group(2) else [])
             found.append(f"{name}:{[os.path.exists(os.path.join(d, name)) for d in dirs]}")
     h = hashlib.sha256(_identity(tuple(cmd)).encode())
-    for part in (path, original, rewritten, "\0".join(sorted(macros)), "\0".join(include_dirs),
+    env = "|".join(os.environ.get(v, "") for v in ("CPATH", "CPLUS_INCLUDE_PATH", "GCC_EXEC_PREFIX"))
+    for part in (env, path, original, rewritten, "\0".join(sorted(macros)), "\0".join(include_dirs),
                  "\0".join(found)):
         h.update(part.encode("utf-8", "surrogateescape") + b"\1")
     return h.hexdigest()
