@@ -170,3 +170,17 @@ def test_names_that_are_not_utf8_are_shown_as_escapes(tmp_path):
     plan = make_plan(tree, scan(tree, jobs=1, cache_dir=tmp_path / "cache"), load_layout(), jobs=1)
     write_page(tmp_path / "plan.html", render_plan_page(plan))
     assert "aten/native/cuda/k\\xff.cu" in (tmp_path / "plan.html").read_text()  # the byte
+
+
+def test_route_page_keeps_names_as_text_and_marks_the_choice():
+    from tdev.pages.routepage import render_route_page
+    from tdev.route.tune import Choice, TuneResult
+
+    choices = [Choice(HOSTILE[0], "vendor", {"vendor": 10.0, HOSTILE[1]: 12.0}, {"flaggems": DETAIL},
+                      {"vendor": (9.0, 11.0)}),
+               Choice("mm", None, {}, {"vendor": "failed"})]
+    html = render_route_page(TuneResult("torch_x", "x:0", "2.6.0", "wall", 3, [], choices))
+    assert "<img" not in html and "<svg onload" not in html and DETAIL not in html
+    assert "<script" not in html  # a static page
+    assert html.count('class="backend chosen"') == 1 and 'data-us="12.000"' in html
+    assert "mm \u2192 no route: no backend ran every case" in html

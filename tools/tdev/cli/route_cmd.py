@@ -57,6 +57,8 @@ def register(sub) -> None:
     t.add_argument("--include", help="an `include` line for the written file (other routes)")
     t.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     t.add_argument("--json", action="store_true", help="print the full result as JSON")
+    t.add_argument("--html", type=Path, metavar="FILE", help="also write the result as a self-contained "
+                   "HTML page (each operator's backends as bars with their spread)")
     t.set_defaults(func=run_tune)
     r = verbs.add_parser("record", help="save the routable operator calls of a model run",
                          description=HELP, epilog=EPILOG,
@@ -78,6 +80,10 @@ def run_tune(args: argparse.Namespace) -> int:
     from tdev.route.report import format_table, notes
     from tdev.route.tune import tune, write_conf
 
+    if args.html:
+        from tdev.pages.write import check_page_path
+
+        check_page_path(args.html)
     cases = load_cases(args.shapes)
     if args.ops:
         wanted = _split(args.ops)
@@ -94,6 +100,11 @@ def run_tune(args: argparse.Namespace) -> int:
                   rounds=args.rounds, progress=progress)
     if args.out:
         write_conf(result, args.out, args.include)
+    if args.html:
+        from tdev.pages.write import write_route_page
+
+        size = write_route_page(args.html, result)
+        print(f"{args.html}: the result's page, {size:,} bytes", file=sys.stderr)
     if args.json:
         json.dump(dict(result.to_json(), written=str(args.out) if args.out else None),
                   sys.stdout, indent=1)

@@ -57,3 +57,12 @@ def write_build_plan_page(path: Path, report) -> int:
     text = render_build_plan_page(report)
     write_page(path, text)
     return len(text.encode("utf-8"))
+
+
+def write_route_page(path: Path, result) -> int:
+    """A `tdev route tune` ``result`` to ``path``; returns its size in bytes."""
+    from .routepage import render_route_page
+
+    text = render_route_page(result)
+    write_page(path, text)
+    return len(text.encode("utf-8"))
