@@ -249,14 +249,16 @@ class Names:
             if i and (text[i - 1].isalnum() or text[i - 1] == "_"):
                 pos = i + 1
                 continue
-            parts = word.split("::")
-            for k in range(len(parts), 0, -1):
-                cand = "::".join(parts[:k]) if k > 1 else parts[0]
-                if cand in chains:
-                    return i, i + len(cand)
-            if any(parts[0].startswith(p) and len(parts[0]) > len(p) for p in prefixes):
-                return i, i + len(parts[0])
-            pos = i + len(parts[0])
+            if "::" in word:
+                parts = word.split("::")
+                for k in range(len(parts), 1, -1):
+                    cand = "::".join(parts[:k])
+                    if cand in chains:
+                        return i, i + len(cand)
+                word = parts[0]
+            if word in chains or (prefixes and any(word.startswith(p) and len(word) > len(p) for p in prefixes)):
+                return i, i + len(word)
+            pos = i + len(word)
         return None
 
     @staticmethod

@@ -91,7 +91,8 @@ def include_index(entries) -> dict[str, str]:
     return index
 
 
-def make_plan(extraction: str | os.PathLike, profile: Profile) -> PortPlan:
+def make_plan(extraction: str | os.PathLike, profile: Profile, *, slow: bool = False) -> PortPlan:
+    """The port of every file (``slow``: names found by the one-pattern slow path)."""
     out = Path(extraction)
     m = xmanifest.load_manifest(out)
     entries = [e for e in m.entries if e.role != "report"]
@@ -139,7 +140,7 @@ def make_plan(extraction: str | os.PathLike, profile: Profile) -> PortPlan:
             files.append(PortedFile(dest[p], p, data, exe, False))
             continue
         text = data.decode("utf-8", "surrogateescape")
-        new, edits = porter.port(text, p, resolve)
+        new, edits = porter.port(text, p, resolve, slow)
         if not edits and profile.keep_unchanged_names and posixpath.dirname(dest[p]) == posixpath.dirname(p):
             files.append(PortedFile(p, p, data, exe, True))
             continue

@@ -145,8 +145,8 @@ def finish(porter: Porter, text: str, rel: str, dest: str) -> tuple[str, list[Ch
     inc = prof.device_include
     if inc and not any(f"#include <{h}>" in text or f'#include "{h}"' in text
                        for h in inc.get("unless_included", ())):
-        if any(w in text for w in inc.get("when", ())) or \
-                ("when_pattern" in inc and re.search(inc["when_pattern"], text)):
+        if any(w in text for w in inc.get("when", ())) or any(
+                w in text and re.search(rf"(?<!\w){re.escape(w)}\b\w*\(", text) for w in inc.get("when_called", ())):
             text = f"#include {inc['include']}\n" + text
             changes.append(Change(1, "", f"#include {inc['include']}", "device_include"))
     if prof.banner and globs(prof.banner_files)(base):

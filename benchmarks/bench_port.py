@@ -1,0 +1,74 @@
+"""Benchmark `tdev port --to hip` of a torch_cuda extraction against PyTorch's own hipify over a
+copy of the same files, in the same run (ratio of medians).
+
+    python benchmarks/bench_port.py [--extraction DIR | --tree PATH] [--runs N]
+
+Both are timed as whole programs, from outside, each in a fresh process: hipify as
+``tests/support/port.py`` runs it (the stage-1 torch wheel's ``torch/utils/hipify``, imported
+without torch, ``is_pytorch_extension=True``, over a fresh copy of the extraction; the copy is
+not timed), and ``tdev port EXTRACTION --to hip --out NEW``. Target: tdev port <= 1/5 of hipify's
+wall time. Also printed: the share of files identical to hipify's.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+TARGET = 1 / 5
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--extraction", type=Path, help="a tdev extract output (default: extract --tree)")
+    ap.add_argument("--tree", type=Path, help="PyTorch tree (default: tools/get-pytorch-src.sh 2.6.0)")
+    ap.add_argument("--runs", type=int, default=5)
+    a = ap.parse_args()
+    from support.port import HIPIFY_DRIVER, STAGE1_PYTHON, compare, extract, run_hipify
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        ext = a.extraction
+        if ext is None:
+            tree = a.tree or Path(subprocess.check_output(
+                ["bash", str(REPO / "tools/get-pytorch-src.sh"), "2.6.0"], text=True).strip().splitlines()[-1])
+            ext = extract(tree, work / "extraction" / "torch_cuda")
+        hip_s, port_s = [], []
+        for i in range(a.runs):
+            copy = work / f"hipify{i}"
+            shutil.copytree(ext, copy, symlinks=True)
+            t = time.perf_counter()
+            subprocess.run([str(STAGE1_PYTHON), "-c", HIPIFY_DRIVER, str(copy)], check=True,
+                           capture_output=True)
+            hip_s.append(time.perf_counter() - t)
+            shutil.rmtree(copy)
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "tdev", "port", str(ext), "--to", "hip", "--out",
+                            str(work / f"port{i}" / "torch_hip")], check=True, capture_output=True)
+            port_s.append(time.perf_counter() - t)
+            shutil.rmtree(work / f"port{i}")
+        from tdev.port.plan import make_plan
+        from tdev.port.profile import load_named
+
+        hipified, _ = run_hipify(ext, work)
+        plan = make_plan(ext, load_named("hip"))
+        c = compare(hipified, {f.source: f.data for f in plan.files})
+    hip, port = statistics.median(hip_s), statistics.median(port_s)
+    print(f"files hipify saw: {len(hipified)}; identical: {len(c.identical)} ({100 * c.share:.2f} %), "
+          f"different: {len(c.different)}, not ported: {len(c.missing)}")
+    print(f"hipify    median {hip:.3f} s  runs {' '.join(f'{x:.2f}' for x in hip_s)}")
+    print(f"tdev port median {port:.3f} s  runs {' '.join(f'{x:.2f}' for x in port_s)}")
+    print(f"ratio (port / hipify) {port / hip:.3f}  target <= {TARGET:.3f}: "
+          f"{'met' if port / hip <= TARGET else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
