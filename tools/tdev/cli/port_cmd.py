@@ -55,8 +55,6 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tdev.extract.localwork import LocalChanges
-
     if args.derive_hip:
         return _derive(args)
     if args.verify:
@@ -76,12 +74,11 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     from tdev.port.writer import write_tree
 
-    try:
-        res = write_tree(plan, out, discard_changes=args.discard_changes)
-    except LocalChanges as e:
-        for line in e.work and e.lines():
+    res = write_tree(plan, out, discard_changes=args.discard_changes)
+    if res.refused is not None:  # a finding: the edited files listed, nothing written
+        for line in res.refused.lines():
             print(line, file=sys.stderr)
-        print(f"tdev: {e}", file=sys.stderr)
+        print(f"tdev: {res.refused}", file=sys.stderr)
         return EXIT_FAILED
     s = plan.summary()
     if args.json:

@@ -39,6 +39,7 @@ class WriteResult:
     changed: bool
     rewritten: list[str] = field(default_factory=list)  # files whose bytes are new
     kept: list[str] = field(default_factory=list)
+    refused: LocalChanges | None = None  # local work the run would lose: nothing written
 
     def to_json(self) -> dict[str, Any]:
         return {"out": self.out, "files": self.files, "changed": self.changed,
@@ -111,7 +112,7 @@ def _locked(plan: PortPlan, out: Path, discard: bool, faults: FaultPoints) -> Wr
     data, mbytes = contents(plan, out)
     work = localwork.assess(state, set(data) | {MANIFEST_NAME}) if state is not None else None
     if work is not None and work.blocking and not discard:
-        raise LocalChanges(work)
+        return WriteResult(str(out), len(data), False, refused=LocalChanges(work))
     old: dict[str, str] = {}
     if state is not None:
         for e in json.loads(state.raw)["files"]:
