@@ -53,6 +53,9 @@ build)
   C=$R/.clean/rt/c1; cd $W
   tar xzf $C/build.tgz; tar xzf $C/site.tgz -C site; tar xzf $C/tree.tgz -C tree
   xz -dc $C/torch_link.tar.xz | tar xf - -C site; cp $C/torch_cpu.tar.xz.a $W/
+  # the stage-2 CMake files from this checkout's overlay (the staged copies are the overlay's as
+  # it was when packed): a fix to them needs no new pack
+  cp $R/third_device/torch_cuda_overlay/stage2/CMakeLists.txt $R/third_device/torch_cuda_overlay/stage2/*.cmake src/stage2/
   # libtorch_cpu and libc10 come with c2 (too large for one load): configure and compile now,
   # against their paths (the link, last, waits for them; ninja relinks once they are there)
   for L in libtorch_cpu.so libc10.so; do [ -s site/torch/lib/$L ] || : > site/torch/lib/$L; done
@@ -77,6 +80,11 @@ test)
   [ "$(ninja -C $B -n 2>/dev/null | tail -1)" = "ninja: no work to do." ] || BG=0 nin
   [ "$(ninja -C $B -n 2>/dev/null | tail -1)" = "ninja: no work to do." ] || { echo "build not finished"; exit 4; }
   for L in libtorch_cuda.so libc10_cuda.so libcaffe2_nvrtc.so; do cp $B/lib/$L $S/torch/lib/ || exit 4; done
+  # libstdc++'s call_once internals exported by a library shadow the process's libstdc++ (cuDNN's
+  # first cudnnCreate then runs a stale callable): the stock libraries export none
+  for L in libtorch_cuda.so libc10_cuda.so libcaffe2_nvrtc.so; do
+    echo "$L: $(nm -D --defined-only $B/lib/$L | grep -c ' __once_proxy$\| _ZSt15__once_callable$\| _ZSt11__once_call$') of libstdc++'s once symbols exported (stock: 0)"
+  done
   # tdev itself (patch engine, registrations) from TDEV_SRC: a copy of the repository's tools
   # that does not change while the tests run (default: this checkout)
   T=${TDEV_SRC:-$R}
