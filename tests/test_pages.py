@@ -184,3 +184,21 @@ def test_route_page_keeps_names_as_text_and_marks_the_choice():
     assert "<script" not in html  # a static page
     assert html.count('class="backend chosen"') == 1 and 'data-us="12.000"' in html
     assert "mm \u2192 no route: no backend ran every case" in html
+
+
+def test_pages_load_nothing_from_elsewhere(tmp_path):
+    """No address but the SVG namespace, no src=, links only within the page, and a content
+    security policy that forbids every load."""
+    from tdev.pages.buildpage import render_build_plan_page
+    from tdev.standalone.estimate import PlanReport, SetPlan
+
+    tree = make_tree(tmp_path / "pytorch")  # the small tree of the extract tests
+    result = scan(tree, jobs=1, cache_dir=tmp_path / "cache")
+    pages = [render_scan_page(result, {f.path: 1 for f in result.files}),
+             render_plan_page(make_plan(tree, result, load_layout(), jobs=1)),
+             render_build_plan_page(PlanReport("M", 1, 0, sets=[SetPlan("s", 1, 1, 0, True)]))]
+    for html in pages:
+        assert set(re.findall(r"\w+://[^\s\"'<>)]*", html)) <= {"http://www.w3.org/2000/svg"}
+        assert " src=" not in html and "@import" not in html and "url(" not in html
+        assert all(h.startswith("#") for h in re.findall(r'href="([^"]*)"', html))
+        assert "content=\"default-src 'none';" in html
