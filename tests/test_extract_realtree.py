@@ -168,5 +168,15 @@ def test_unchanged_re_extract_reuses_the_plan_and_writes_what_planning_writes(re
     assert set(again["summary"]["timings"]) == {"total", "reused"} and not again["result"]["changed"]
     print(f"\nplanned in {first['summary']['timings']['total']:.2f} s, then the plan reused in "
           f"{again['summary']['timings']['total']:.2f} s")
+    # without the stored plan: planned again, every preprocessing verdict reused, the same bytes
+    for stored in (tmp_path / "cache").glob("extract-plan-*.pickle"):
+        stored.unlink()
+    r = tdev("extract", str(tree), "--scan", str(scan_file), "--out", str(out), "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    replanned = json.loads(r.stdout)
+    assert "reused" not in replanned["summary"]["timings"] and not replanned["result"]["changed"]
+    print(f"planned again in {replanned['summary']['timings']['total']:.2f} s (preprocessing checks "
+          f"{replanned['summary']['timings']['check']:.2f} s, {first['summary']['timings']['check']:.2f} s "
+          f"the first time)")
     write_tree(plan, tmp_path / "lib" / "torch_cuda")
     assert tree_hash(out) == tree_hash(tmp_path / "lib" / "torch_cuda")
