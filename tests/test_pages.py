@@ -22,6 +22,7 @@ from tdev.scan.model import Evidence, FileFinding, ScanResult
 from tdev.scan.scanner import scan
 
 from support.extract import make_tree, tdev
+from support.readonly import run_in_read_only
 
 HOSTILE = ['<img src=x onerror="document.title=1">.cu', "<script>document.title=2;<svg onload=document.title=3>.cu",
            "a&amp;b\"'.cu"]
@@ -127,18 +128,23 @@ def test_html_options_write_pages_and_refuse_what_they_cannot_write(hostile_tree
     r = tdev("scan", str(hostile_tree), "--no-cache", "--html", str(page))
     assert r.returncode == 0, r.stderr
     assert "Add.cu" in page.read_text() and f"{page}: the scan's page" in r.stderr
-    plan_page = tmp_path / "plan.html"
+    plan_page = tmp_path / "new" / "plan.html"  # missing parents are made
     r = tdev("extract", str(hostile_tree), "--dry-run", "--html", str(plan_page))
     assert r.returncode == 0, r.stderr
     assert "torch_cuda/csrc/aten/native/cuda/Add.cu" in plan_page.read_text()
+    (tmp_path / "file").write_text("")
     for args, problem in ((["scan", str(hostile_tree), "--html", str(tmp_path)], "is a directory"),
-                          (["scan", str(hostile_tree), "--html", str(tmp_path / "no" / "p.html")],
+                          (["scan", str(hostile_tree), "--html", str(tmp_path / "file" / "p.html")],
                            "is not a directory"),
-                          (["extract", str(hostile_tree), "--dry-run", "--html", str(tmp_path / "no" / "p.html")],
+                          (["extract", str(hostile_tree), "--dry-run", "--html", str(tmp_path / "file" / "p.html")],
                            "is not a directory"),
                           (["extract", "--verify", "--html", str(page)], "takes only --out")):
         r = tdev(*args)
         assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and problem in r.stderr, (args, r.stderr)
+    ro = tmp_path / "ro"  # a read-only directory, for real: refused before the scan, one line
+    r = run_in_read_only(ro, "scan", str(hostile_tree), "--html", str(ro / "scan.html"))
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert r.stderr.startswith(f"tdev: {ro / 'scan.html'}: cannot write: {ro} ")  # read-only, or no permission
 
 
 def test_build_plan_page_keeps_set_names_as_text():

@@ -2,28 +2,24 @@
 and a path that cannot be written is one line of bad input."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from basekit.errors import InputError
-from basekit.fs import write_atomic
+from basekit.fs import check_writable, write_atomic
 
 
 def check_page_path(path: Path) -> None:
-    """Refuse at once an HTML output that cannot be written: a directory, a parent that is not
-    a directory, a parent that is not writable."""
-    parent = path.parent if str(path.parent) else Path(".")
+    """Refuse at once an HTML output that cannot be written: a directory, or a place
+    ``basekit.fs.write_problem`` names (an ancestor that is a file, a read-only file system, no
+    permission). Missing parent directories are made."""
     if path.is_dir():
         raise InputError(str(path), "is a directory; --html takes a file name")
-    if not parent.is_dir():
-        raise InputError(str(path), f"{parent} is not a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(str(path), f"cannot write in {parent}: permission denied or read-only")
+    check_writable(path)
 
 
 def write_page(path: Path, text: str) -> None:
     try:
-        write_atomic(path, text, make_parents=False)
+        write_atomic(path, text)
     except OSError as e:
         raise InputError(str(path), f"cannot write the page: {e.strerror or e}") from None
 
