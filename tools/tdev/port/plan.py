@@ -50,7 +50,8 @@ class PortPlan:
     profile: Profile
     files: list[PortedFile]
     torch: dict[str, Any]
-    unresolved: list[tuple[str, str]] = field(default_factory=list)
+    unresolved: list[tuple[str, str]] = field(default_factory=list)  # quoted includes found nowhere
+    kept: list[tuple[str, str]] = field(default_factory=list)  # includes spelled as before, naming a renamed file
 
     def summary(self) -> dict[str, Any]:
         ported = [f for f in self.files if f.ported]
@@ -92,7 +93,9 @@ def include_index(entries) -> dict[str, str]:
 
 
 def make_plan(extraction: str | os.PathLike, profile: Profile, *, slow: bool = False) -> PortPlan:
-    """The port of every file (``slow``: names found by the one-pattern slow path)."""
+    """The port of every file (``slow``: names found by the one-pattern slow path). One
+    process: two forked workers were measured slower here than one (the results travel back
+    through pipes)."""
     out = Path(extraction)
     m = xmanifest.load_manifest(out)
     entries = [e for e in m.entries if e.role != "report"]
@@ -101,12 +104,10 @@ def make_plan(extraction: str | os.PathLike, profile: Profile, *, slow: bool = F
     index = include_index(entries)
     listed = set(paths)
     porter = Porter.of(profile)
-    unresolved: list[tuple[str, str]] = []
-
     prefixes = profile.include_prefixes
     by_spelling = profile.include_rename == "resolved"
 
-    def resolve(header: str, rel: str, quoted: bool) -> str | None:
+    def resolve(header: str, rel: str, quoted: bool, notes: list) -> str | None:
         if header.startswith(prefixes):
             return profile.rename(header)
         target = None
@@ -116,19 +117,18 @@ def make_plan(extraction: str | os.PathLike, profile: Profile, *, slow: bool = F
                 target = near
         if target is None:
             target = index.get(header)
-            if target is not None and not by_spelling:
-                unresolved.append((rel, header))  # kept as spelled; it names a renamed file
-                return None
         if target is None:
-            if not header.startswith(("<", "/")) and "/" in header:
-                unresolved.append((rel, header))
+            if quoted:
+                notes.append(("unresolved", rel, header))
             return None
-        if dest[target] == target:
+        if dest[target] == target or not profile.ports(target):
             return None
-        return profile.rename(header) if profile.ports(target) else None
+        if not by_spelling and not quoted:
+            notes.append(("kept", rel, header))  # spelled as before; it names a renamed file
+            return None
+        return profile.rename(header)
 
-    files = []
-    for p in paths:
+    def one(p: str):
         path = os.path.join(out, p)  # every listed path was checked by the manifest reader
         with open(path, "rb") as fh:
             st = os.fstat(fh.fileno())
@@ -137,14 +137,19 @@ def make_plan(extraction: str | os.PathLike, profile: Profile, *, slow: bool = F
             data = fh.read()
         exe = bool(st.st_mode & 0o111)
         if not profile.ports(p):
-            files.append(PortedFile(dest[p], p, data, exe, False))
-            continue
+            return PortedFile(dest[p], p, data, exe, False), []
         text = data.decode("utf-8", "surrogateescape")
-        new, edits = porter.port(text, p, resolve, slow)
+        notes: list = []
+        new, edits = porter.port(text, p, lambda h, r, q: resolve(h, r, q, notes), slow)
         if not edits and profile.keep_unchanged_names and posixpath.dirname(dest[p]) == posixpath.dirname(p):
-            files.append(PortedFile(p, p, data, exe, True))
-            continue
+            return PortedFile(p, p, data, exe, True), notes
         new, extra = finish(porter, new, p, dest[p])
-        files.append(PortedFile(dest[p], p, new.encode("utf-8", "surrogateescape"), exe, True,
-                                tuple(sorted(lines_of(text, edits) + extra, key=lambda c: c.line))))
-    return PortPlan(str(out), profile, files, dict(m.torch), unresolved)
+        return PortedFile(dest[p], p, new.encode("utf-8", "surrogateescape"), exe, True,
+                          tuple(sorted(lines_of(text, edits) + extra, key=lambda c: c.line))), notes
+
+    results = [one(p) for p in paths]
+    files = [f for f, _ in results]
+    notes = [n for _, ns in results for n in ns]
+    return PortPlan(str(out), profile, files, dict(m.torch),
+                    sorted({(r, h) for k, r, h in notes if k == "unresolved"}),
+                    sorted({(r, h) for k, r, h in notes if k == "kept"}))

@@ -57,7 +57,8 @@ def contents(plan: PortPlan, out: Path) -> tuple[dict[str, tuple[bytes, bool]], 
                      "ported": f.ported, "applied": f.applied()})
         if f.changes:
             report[f.dest] = [c.to_json() for c in f.changes]
-    rep = lines_json({"unresolved_includes": sorted(map(list, set(plan.unresolved))), "changes": report})
+    rep = lines_json({"unresolved_includes": [list(x) for x in plan.unresolved],
+                      "includes_naming_renamed_files": [list(x) for x in plan.kept], "changes": report})
     data[REPORT_NAME] = (rep, False)
     rows.append({"path": REPORT_NAME, "sha256": sha256(rep), "size": len(rep), "source": None,
                  "ported": False, "applied": {}})
