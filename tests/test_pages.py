@@ -208,3 +208,20 @@ def test_pages_load_nothing_from_elsewhere(tmp_path):
         assert " src=" not in html and "@import" not in html and "url(" not in html
         assert all(h.startswith("#") for h in re.findall(r'href="([^"]*)"', html))
         assert "content=\"default-src 'none';" in html
+
+
+@pytest.mark.slow
+def test_browser_tests_fail_without_chromium_never_skip(tmp_path):
+    """On a machine without chromium the page tests fail and say how to install it."""
+    import os
+    import subprocess
+    import sys
+
+    tests = Path(__file__).resolve().parent
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent)}  # python, no chromium
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        str(tests / "test_pages_browser.py"), "-k", "hostile"],
+                       capture_output=True, text=True, env=env, cwd=tests.parent)
+    assert r.returncode == 1, r.stdout[-2000:]
+    assert "chromium is not installed" in r.stdout and "apt-get install chromium" in r.stdout
+    assert "skipped" not in r.stdout.splitlines()[-1] and "1 error" in r.stdout.splitlines()[-1]
