@@ -15,12 +15,52 @@ def _autoload() -> None:
     `import torch`, which calls it when this package is imported first."""
 
 
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from ._config import (AMP_DTYPE, COLLECTIVES, DEVICE, ENV_PREFIX, PACKAGE,  # noqa: E402
+                      HAS_VENDOR_KERNELS, SIMULATOR, VENDOR)
+
+_SWITCH_OFF = f"TORCH_DEVICE_BACKEND_AUTOLOAD=0 keeps torch from loading {PACKAGE}"
+
+
+def _autoloading() -> bool:
+    """Whether torch is loading this package through its `torch.backends` entry point (torch
+    then wraps any exception into a chained traceback that hides the cause)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "_import_device_backends":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _refuse(problem: str, error: type[Exception]) -> None:
+    """A package that cannot load: one line. Under `import torch` it is printed and the process
+    exits with 2 (an exception there would become torch's chained traceback); an explicit
+    `import PACKAGE` raises `error`."""
+    line = f"{PACKAGE}: {problem} ({_SWITCH_OFF})"
+    if _autoloading():
+        print(line, file=sys.stderr, flush=True)
+        raise SystemExit(2)
+    raise error(line) from None
+
+
+def _missing_runtime(e: ImportError) -> str:
+    here = Path(__file__).resolve().parent
+    if (here.parent / "setup.py").is_file() and not any(here.glob("_C*.so")):
+        return (f"{here} is the package's source folder, not the built package (no _C there): "
+                f"Python found it first because it runs in {here.parent}; run it from another "
+                "folder, or install the package in place with `pip install -e`")
+    return f"cannot load its runtime {PACKAGE}._C: {e}"
+
+
 import torch  # noqa: E402
 
-from . import _C  # the runtime: registers hooks, guard, allocator and operators
-
-from ._config import (AMP_DTYPE, COLLECTIVES, DEVICE, ENV_PREFIX,  # noqa: E402
-                      HAS_VENDOR_KERNELS, SIMULATOR, VENDOR)
+try:
+    from . import _C  # the runtime: registers hooks, guard, allocator and operators
+except ImportError as _e:
+    _refuse(_missing_runtime(_e), ImportError)
 
 torch.utils.rename_privateuse1_backend(DEVICE)
 
@@ -36,7 +76,10 @@ torch.set_autocast_dtype(DEVICE, getattr(torch, AMP_DTYPE))
 
 from . import routing  # noqa: E402
 
-routing.install()
+try:
+    routing.install()
+except routing.RoutingError as _e:
+    _refuse(str(_e), routing.RoutingError)
 
 from . import serialization  # noqa: E402
 

@@ -10,7 +10,9 @@ every routed call. set_route(op, backend) replaces a route at run time (`tdev ro
 measures each backend that way). A file that cannot be read, a syntax error, an unknown backend or operator
 is a RoutingError naming the file and line, raised at import. Operators not listed use the
 device's CPU fallback. When FlagGems is not installed (or has no kernel for an operator), its
-routes fall back to the vendor kernels, else the CPU, with one warning listing them.
+routes fall back to the vendor kernels, else the CPU, with one warning listing them (none for the
+shipped backends.conf's routes when FlagGems is not installed). At `import torch`, an unusable
+configuration is one line and exit status 2 (__init__.py).
 """
 from __future__ import annotations
 
@@ -158,9 +160,11 @@ def check_ops(routes: Mapping[str, Route], exists: Callable[[str], bool] = aten_
 
 
 def resolve(routes: Mapping[str, Route], flaggems: Mapping[str, Callable] | None,
-            has_vendor: bool) -> tuple[dict[str, Route], list[str]]:
+            has_vendor: bool, quiet: frozenset[str] = frozenset()
+            ) -> tuple[dict[str, Route], list[str]]:
     """Routes whose backend is unavailable fall back (flaggems -> vendor -> cpu). Returns the
-    final routes and one line per fallback group for the warning."""
+    final routes and one line per fallback group for the warning (the operators in `quiet`
+    fall back without one)."""
     final: dict[str, Route] = {}
     fell: dict[str, list[str]] = {}
     for op, r in routes.items():
@@ -172,7 +176,7 @@ def resolve(routes: Mapping[str, Route], flaggems: Mapping[str, Callable] | None
             reason = reason or f"{PACKAGE} has no vendor kernels"
             backend = "cpu"
         final[op] = Route(op, backend, r.requested, r.source)
-        if reason:
+        if reason and op not in quiet:
             fell.setdefault(f"{reason}: routed to {r.requested}, running on {backend}", []).append(op)
     return final, [f"{k}: {', '.join(sorted(v))}" for k, v in sorted(fell.items())]
 
@@ -277,10 +281,68 @@ def _call_as_vendor(fn: Callable, args: tuple, kwargs: dict):
     return back[0] if single else type(out)(back) if isinstance(out, list) else tuple(back)
 
 
+def _positionwise(op: str) -> bool:
+    return op.startswith(("_foreach_", "_fused_", "_amp_foreach_"))
+
+
+def index_arguments(op: str) -> frozenset:
+    """The positions and names of op's Tensor?[] arguments (an index operator's indices)."""
+    name, _, overload = op.partition(".")
+    try:
+        schema = torch._C._get_schema(f"aten::{name}", overload)
+    except RuntimeError:
+        return frozenset()
+    found = set()
+    for i, arg in enumerate(schema.arguments):
+        if str(arg.type) in ("List[Optional[Tensor]]", "Tensor?[]"):
+            found |= {i, arg.name}
+    return frozenset(found)
+
+
+def check_devices(op: str, args: tuple, kwargs: Mapping, index: frozenset = frozenset()) -> None:
+    """torch.cuda's device check, as the C++ routes make it (csrc/aten/Aten.h, DeviceCheck): the
+    tensors of one call on one device, but for CPU scalars (0-dim) and CPU indices of an index
+    operator (`index`: index_arguments(op)); the lists of _foreach_/_fused_ operators position
+    by position."""
+    groups: list[list[torch.Tensor]] = []
+    if _positionwise(op):
+        lists = [v for v in (*args, *kwargs.values())
+                 if isinstance(v, (list, tuple)) and any(isinstance(t, torch.Tensor) for t in v)]
+        for k in range(max((len(v) for v in lists), default=0)):
+            groups.append([v[k] for v in lists if k < len(v) and isinstance(v[k], torch.Tensor)])
+    else:
+        group = []
+        for key, value in (*enumerate(args), *kwargs.items()):
+            if isinstance(value, torch.Tensor):
+                group.append(value)
+            elif isinstance(value, (list, tuple)):
+                group += [t for t in value if isinstance(t, torch.Tensor)
+                          and not (key in index and t.device.type == "cpu")]
+        groups.append(group)
+    for group in groups:
+        ours = others = None
+        for t in group:
+            d = t.device
+            if d.type == DEVICE:
+                if ours is None:
+                    ours = d
+                elif d != ours and others is None:
+                    others = d
+            elif others is None and not (d.type == "cpu" and t.dim() == 0):
+                others = d
+        if ours is not None and others is not None:
+            raise RuntimeError("Expected all tensors to be on the same device, but found at least "
+                               f"two devices, {ours} and {others}! (when checking the arguments "
+                               f"of aten::{op})")
+
+
 def _flaggems_kernel(op: str, fn: Callable) -> Callable:
+    index = index_arguments(op)
+
     def kernel(*args, **kwargs):
         if _log:
             _log_line(f"dispatch {op} -> flaggems")
+        check_devices(op, args, kwargs, index)
         if PRESENT_FLAGGEMS:
             return _call_as_vendor(fn, args, kwargs)
         return fn(*args, **kwargs)
@@ -359,7 +421,12 @@ def install(environ: Mapping[str, str] | None = None) -> dict[str, Route]:
     check_ops(routes)
     wanted = [op for op, r in routes.items() if r.backend == "flaggems"]
     flaggems = flaggems_kernels(wanted) if wanted else {}
-    final, fallbacks = resolve(routes, flaggems, HAS_VENDOR_KERNELS)
+    # the shipped routes name FlagGems where it may help; without FlagGems they fall back
+    # quietly (get_op_routes() and LOG_DISPATCH show it): only routes a user wrote warn
+    shipped = f"{DEFAULT_CONFIG}:"
+    quiet = frozenset(op for op, r in routes.items()
+                      if flaggems is None and r.source.startswith(shipped))
+    final, fallbacks = resolve(routes, flaggems, HAS_VENDOR_KERNELS, quiet)
     if fallbacks:
         warnings.warn(f"{PACKAGE}: some operator routes fall back; " + "; ".join(fallbacks),
                       RuntimeWarning, stacklevel=2)

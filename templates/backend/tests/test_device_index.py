@@ -1,5 +1,6 @@
 """Device indices: every entry point that takes one refuses an index that names no device
-("<device>: invalid device index N (M device(s) available)"), never truncates it to another
+("<device>: invalid device ordinal: device index N is out of range (M device(s)
+available)": what torch.cuda says, "invalid device ordinal", "out of range"), never truncates it to another
 device, and leaves the current device as it was."""
 import random
 
@@ -10,7 +11,8 @@ from conftest import DEVICE, pkg
 
 dev = pkg.device
 COUNT = dev.device_count()
-INVALID = rf"{DEVICE}: invalid device index -?\d+ \(\d+ device\(s\) available\)"
+INVALID = (rf"{DEVICE}: invalid device ordinal: device index -?\d+ is out of range "
+           rf"\(\d+ device\(s\) available\)")
 
 # beyond the device count, below -1, and values whose low bits name a device (2**32 + 1 is
 # device 1 when truncated to 32 bits, 2**40 is device 0)
@@ -39,7 +41,7 @@ def test_an_index_naming_no_device_is_refused(call, index):
     before = dev.current_device()
     with pytest.raises(RuntimeError, match=INVALID) as e:
         CALLS[call](index)
-    assert f"invalid device index {index} " in str(e.value)
+    assert f"device index {index} is out of range" in str(e.value)
     assert dev.current_device() == before
 
 

@@ -1,5 +1,8 @@
 """backends.conf routing: syntax, include, errors with file and line, env override, fallbacks
 when FlagGems is absent, and the routes actually taken (seen through <PREFIX>_LOG_DISPATCH)."""
+import shutil
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -113,6 +116,59 @@ def test_an_invalid_config_fails_at_import_with_file_and_line(tmp_path):
     assert f"{conf}:2: expected 'op = flaggems|vendor|cpu'" in r.stderr
     r = run_python("import torch", env={f"{PREFIX}_BACKEND_CONFIG": str(tmp_path / "gone.conf")})
     assert r.returncode != 0 and "gone.conf: cannot read" in r.stderr
+
+
+def one_line_refusal(r) -> str:
+    """What `import torch` printed for a package that cannot load: one line, exit status 2."""
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert lines[0].startswith(f"{pkg.__name__}: "), lines[0]
+    assert "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("how", ["env", "file"])
+def test_a_bad_route_setting_is_one_line_at_import_torch(tmp_path, how):
+    if how == "env":
+        env = {f"{PREFIX}_OP_add__Tensor": "gpu"}
+        where = f"env {PREFIX}_OP_add__Tensor: unknown backend 'gpu'"
+    else:
+        conf = write(tmp_path, "bad.conf", "mm = cpu\nadd.Tensor = gpu\n")
+        env = {f"{PREFIX}_BACKEND_CONFIG": str(conf)}
+        where = f"{conf}:2: unknown backend 'gpu' for add.Tensor"
+    line = one_line_refusal(run_python("import torch", env=env))
+    assert where in line
+    # imported by name, the package raises the routing error itself
+    r = run_python(f"import torch, {pkg.__name__}",
+                   env={**env, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert r.returncode == 1 and "RoutingError" in r.stderr and where in r.stderr, r.stderr
+    assert "circular import" not in r.stderr
+
+
+def test_import_torch_in_the_package_source_folder_says_what_is_wrong(tmp_path):
+    """A package installed from its source folder, and Python started in that folder: the
+    folder's package (sources, no built _C) is found before the installed one."""
+    source = tmp_path / "src"
+    shutil.copytree(Path(pkg.__file__).parent, source / pkg.__name__,
+                    ignore=shutil.ignore_patterns("_C*.so", "__pycache__"))
+    (source / "setup.py").write_text("raise SystemExit('not run here')\n")
+    line = one_line_refusal(run_python("import torch", cwd=source))
+    assert f"{source / pkg.__name__} is the package's source folder" in line
+    assert "circular import" not in line
+
+
+def test_the_shipped_routes_do_not_warn_about_flaggems_at_import(tmp_path):
+    code = f"""
+        import warnings
+        warnings.simplefilter("always")
+        import torch, {pkg.__name__} as pkg
+        print(sorted(pkg.get_op_routes()))
+    """
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr
+    assert "'mm'" in r.stdout  # the shipped routes were applied
+    assert "FlagGems" not in r.stderr and "fall back" not in r.stderr, r.stderr
 
 
 def test_flaggems_routes_fall_back_with_one_warning_when_flaggems_is_absent(tmp_path):

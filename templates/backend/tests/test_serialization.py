@@ -56,8 +56,24 @@ def test_backend_metadata_set_get_and_kept_through_save_and_load():
     assert _ops().get_backend_meta(y) == ["compressed", "private_format"]
     assert _ops().get_backend_meta(plain) == []
     assert torch.equal(y.cpu(), x.cpu())
-    assert torch._utils.get_tensor_metadata(x) == {f"{DEVICE}.compressed": True,
-                                                   f"{DEVICE}.private_format": True}
+    # plain keys, as other backends write them
+    assert torch._utils.get_tensor_metadata(x) == {"compressed": True, "private_format": True}
+
+
+def test_backend_metadata_takes_plain_keys_as_other_backends_do():
+    x = torch.randn(2, device=DEVICE)
+    torch._utils.set_tensor_metadata(x, {"version_number": True, "format_number": True,
+                                         "off": False})
+    assert _ops().get_backend_meta(x) == ["format_number", "version_number"]
+    assert torch._utils.get_tensor_metadata(x) == {"format_number": True, "version_number": True}
+    # the device-prefixed form is read as the same names; torch's own conj stays torch's
+    z = torch.randn(2, dtype=torch.complex64, device=DEVICE)
+    torch._utils.set_tensor_metadata(z, {f"{DEVICE}.private_format": True, "conj": True})
+    assert _ops().get_backend_meta(z) == ["private_format"] and z.is_conj()
+    (y,) = _round_trip([x])
+    assert _ops().get_backend_meta(y) == ["format_number", "version_number"]
+    with pytest.raises(RuntimeError, match="'conj' is torch's own"):
+        _ops().set_backend_meta(x, ["conj"])
 
 
 def test_backend_metadata_is_for_device_tensors_only():

@@ -32,7 +32,8 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "devi
 def _index(device: Any, optional: bool = True) -> int:
     """A device index from an int, a "<device>:N" string or a torch.device; -1 for None (and
     for -1 or a torch.device without an index: the current device). Any other index must name
-    a device: RuntimeError "<device>: invalid device index N (M device(s) available)"."""
+    a device: RuntimeError "<device>: invalid device ordinal: device index N is out of range (M
+    device(s) available)", in torch.cuda's words."""
     if device is None:
         if optional:
             return -1
@@ -66,6 +67,7 @@ def current_device() -> int:
 def set_device(device: Any) -> None:
     index = _index(device)
     if index >= 0:
+        _C.check_fork()  # a child forked after the device was used: torch.cuda's error
         _C.set_device(index)
 
 

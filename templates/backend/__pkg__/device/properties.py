@@ -54,8 +54,8 @@ def _index(device: Any) -> int:
             raise ValueError(f"expected a {DEVICE} device, got {device}")
         index = _C.current_device() if as_device.index is None else as_device.index
     if not 0 <= index < _C.device_count():
-        raise ValueError(f"{DEVICE}: invalid device index {index} "
-                         f"({_C.device_count()} device(s) available)")
+        raise ValueError(f"{DEVICE}: invalid device ordinal: device index {index} is out of "
+                         f"range ({_C.device_count()} device(s) available)")
     return index
 
 

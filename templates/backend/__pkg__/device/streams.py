@@ -22,6 +22,7 @@ class Stream(torch.Stream):
     """A stream of the device: `Stream()` takes one from the current device's pool."""
 
     def __new__(cls, device: Any = None, priority: int = 0, **kwargs):
+        _C.check_fork()  # a child forked after the device was used: torch.cuda's error
         if "stream_id" in kwargs:  # (stream_id, device_index, device_type), as torch.Stream
             return super().__new__(cls, priority=priority, **kwargs)
         return super().__new__(cls, device=_device(device), priority=priority)
@@ -39,6 +40,7 @@ def Event(enable_timing: bool = False, blocking: bool = False, device: Any = Non
 def current_stream(device: Any = None) -> Stream:
     from . import _index
 
+    _C.check_fork()
     stream_id, index, device_type = _C.current_stream(_index(device))
     return Stream(stream_id=stream_id, device_index=index, device_type=device_type)
 

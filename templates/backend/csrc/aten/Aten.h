@@ -4,7 +4,9 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/stack.h>
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/Config.h"
@@ -30,14 +32,49 @@ bool run_as_view(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // A tensor of `keys` over `storage` with like's dtype, sizes, strides and offset.
 at::Tensor tensor_over(c10::Storage storage, c10::DispatchKeySet keys, const at::Tensor& like);
 
+// Fallback.cpp: torch.cuda's device check, made before any route runs an operator (the
+// fallback, cpu, vendor, unboxed, direct and presized kernels; the Python routes check the same
+// in routing.py): the tensors of one call are on one device of this type, but for CPU tensors
+// of no dimensions (scalars) and CPU indices of index operators (Tensor?[] arguments). The
+// _foreach_/_fused_ operators take lists whose tensors may be on different devices: there the
+// tensors at each position of the lists are checked (positionwise).
+class DeviceCheck {
+ public:
+  void tensor(const at::Tensor& t) {
+    if (!t.defined()) return;
+    const c10::Device d = t.device();
+    if (d.type() == c10::DeviceType::PrivateUse1) {
+      if (!ours_) {
+        ours_ = d;
+      } else if (*ours_ != d && !second_) {
+        second_ = d;
+      }
+    } else if (!foreign_ && !(d.is_cpu() && t.dim() == 0)) {
+      foreign_ = d;
+    }
+  }
+  void index(const at::Tensor& t) {  // an index operator's index: CPU ones are moved by torch
+    if (t.defined() && !t.is_cpu()) tensor(t);
+  }
+  // throws torch's "Expected all tensors to be on the same device ..." naming the operator
+  void finish(const char* name, const char* overload) const;
+
+ private:
+  std::optional<c10::Device> ours_, second_, foreign_;
+};
+// the boxed check of op's arguments (the last arguments().size() values of the stack)
+void check_devices(const c10::OperatorHandle& op, const torch::jit::Stack& stack);
+// whether op's tensor lists are checked position by position (_foreach_, _fused_ operators)
+constexpr bool is_positionwise(std::string_view name) {
+  return name.rfind("aten::_foreach_", 0) == 0 || name.rfind("aten::_fused_", 0) == 0 ||
+         name.rfind("aten::_amp_foreach_", 0) == 0;
+}
+
 // Fallback.cpp: every operator without a kernel of its own runs on the CPU
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // Generator? arguments -> the CPU generators behind this device's generators
 void use_device_generators(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 bool takes_generator(const c10::OperatorHandle& op);
-// Quantized.cpp: quantized tensors are not supported on the device: one line naming op and where
-// it met one (the Quantized<device> key, or a vendor kernel's quantized result)
-[[noreturn]] void quantized_unsupported(const c10::OperatorHandle& op, const char* where);
 // routed-call logging (BACKEND_ENV_PREFIX "_LOG_DISPATCH")
 bool dispatch_logging();
 void log_dispatch(const char* name, const char* overload, const char* backend);

@@ -2,9 +2,12 @@
 // vendor's private memory format, for instance), as c10::BackendMeta on the tensor. Set and read
 // through two operators, torch.ops.<package>.set_backend_meta(t, [names]) and
 // get_backend_meta(t) -> [names] (no Python binding needed); torch.save writes them into the
-// tensor's serialized metadata as "<device>.<name>": true and torch.load sets them again.
+// tensor's serialized metadata as plain keys, "<name>": true, as other backends do, and
+// torch.load (or torch._C._set_tensor_metadata) sets them again from plain keys or
+// "<device>.<name>" ones. "conj" and "neg" are torch's own keys, not names.
 #include <ATen/core/Tensor.h>
-#include <torch/csrc/jit/serialization/pickler_helper.h>
+#include "runtime/TorchCompat.h"
+#include BACKEND_PICKLER_HEADER  // TensorBackendMetaRegistry
 #include <torch/library.h>
 
 #include <set>
@@ -44,6 +47,8 @@ std::set<std::string> flags_of(const at::Tensor& t) {
 void set_flags(const at::Tensor& t, std::set<std::string> names) {
   for (const auto& name : names) {
     TORCH_CHECK(!name.empty(), BACKEND_DEVICE ": backend metadata names must not be empty");
+    TORCH_CHECK(name != "conj" && name != "neg", BACKEND_DEVICE ": backend metadata name '",
+                name, "' is torch's own (a conjugate or negative view)");
   }
   t.unsafeGetTensorImpl()->set_backend_meta(c10::make_intrusive<Flags>(std::move(names)));
 }
@@ -60,20 +65,19 @@ std::vector<std::string> get_backend_meta(const at::Tensor& self) {
 }
 
 void serialize(const at::Tensor& t, std::unordered_map<std::string, bool>& metadata) {
-  for (const auto& name : flags_of(t)) metadata[kPrefix + name] = true;
+  for (const auto& name : flags_of(t)) metadata[name] = true;
 }
 
+// torch has taken its own keys (conj, neg) out of `metadata` before: every key left is a flag,
+// plain or with the device's prefix
 void deserialize(const at::Tensor& t, std::unordered_map<std::string, bool>& metadata) {
   std::set<std::string> names;
   const std::string prefix = kPrefix;
-  for (auto it = metadata.begin(); it != metadata.end();) {
-    if (it->first.rfind(prefix, 0) == 0) {
-      if (it->second) names.insert(it->first.substr(prefix.size()));
-      it = metadata.erase(it);
-    } else {
-      ++it;
-    }
+  for (const auto& [key, on] : metadata) {
+    const std::string name = key.rfind(prefix, 0) == 0 ? key.substr(prefix.size()) : key;
+    if (on && !name.empty()) names.insert(name);
   }
+  metadata.clear();
   if (!names.empty()) set_flags(t, std::move(names));
 }
 

@@ -16,7 +16,7 @@ namespace BACKEND_NS::api {
 int device_count();
 int current_device();
 void set_device(int device);
-void check_device(long long device);  // throws "<device>: invalid device index ..." unless valid
+void check_device(long long device);  // throws "<device>: invalid device ordinal ..." unless valid
 int exchange_device(int device);  // returns the previous device
 void synchronize(int device);     // -1: the current device
 bool runtime_initialized();       // whether this process has initialised the vendor runtime

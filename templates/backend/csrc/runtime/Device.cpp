@@ -71,7 +71,7 @@ int device_count() { return BACKEND_NS::device_count(); }
 
 void check_device(long long device) {
   TORCH_CHECK(device >= 0 && device < BACKEND_NS::device_count(), BACKEND_DEVICE
-              ": invalid device index ", device, " (",
+              ": invalid device ordinal: device index ", device, " is out of range (",
               static_cast<int>(BACKEND_NS::device_count()), " device(s) available)");
 }
 int current_device() { return BACKEND_NS::current_device(); }
