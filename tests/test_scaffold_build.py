@@ -31,6 +31,9 @@ def test_sim_scaffolded_into_an_empty_directory_builds_and_its_tests_pass(tmp_pa
     built = pip_install(out, python, env)
     assert built.ok, built.output[-4000:]
     assert list((tmp_path / "venv").glob("lib/python*/site-packages/torch_sim/_C*.so"))
+    # the install as documented shows each compiled unit, not only pip's "still running..."
+    progress = re.findall(r"^\s*\[(\d+)/(\d+)\] Building CXX object", built.output, re.M)
+    assert len(progress) >= 20 and progress[-1][0] != progress[0][0], built.output[-2000:]
     tests = run_tests(out, python, env)
     counts = summary(tests.output)
     assert tests.ok, tests.output[-6000:]

@@ -34,7 +34,7 @@ def test_next_steps_are_the_docs_steps(capsys, tmp_path):
     steps = scaffold(capsys, "sim", out)
     venv = f"{out}-venv"
     assert steps[0] == f"{shlex.quote(sys.executable)} -m venv --system-site-packages {venv}"
-    assert steps[-2:] == [f"{venv}/bin/pip install --no-build-isolation {out}",
+    assert steps[-2:] == [f"{venv}/bin/pip install -v --no-build-isolation {out}",
                           f"{venv}/bin/python -m pytest -q {out}/tests"]
     assert not any(step.startswith("#") for step in steps)  # sim needs no SDK
     doc = DOC.read_text()

@@ -56,8 +56,9 @@ def make_venv(venv: Path) -> Path:
 
 
 def pip_install(package_dir: Path, python: Path, env: dict[str, str]) -> Run:
-    """`pip install --no-build-isolation DIR` (pip comes from the base interpreter)."""
-    return _run([str(python), "-m", "pip", "install", "--no-build-isolation", "--no-deps",
+    """`pip install -v --no-build-isolation DIR` (pip comes from the base interpreter; -v as the
+    docs show it: the build's progress)."""
+    return _run([str(python), "-m", "pip", "install", "-v", "--no-build-isolation", "--no-deps",
                  "--no-input", "--disable-pip-version-check", str(package_dir)], env)
 
 

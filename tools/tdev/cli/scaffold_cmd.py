@@ -30,7 +30,7 @@ EPILOG = exit_codes_epilog(
 examples:
   tdev scaffold --vendor sim --out /tmp/torch_sim
   python3 -m venv --system-site-packages /tmp/torch_sim-venv
-  /tmp/torch_sim-venv/bin/pip install --no-build-isolation /tmp/torch_sim
+  /tmp/torch_sim-venv/bin/pip install -v --no-build-isolation /tmp/torch_sim
   /tmp/torch_sim-venv/bin/python -m pytest -q /tmp/torch_sim/tests
   tdev scaffold --vendor sim --out /tmp/torch_sim --force --discard-changes
   tdev scaffold --update /tmp/torch_sim
@@ -188,7 +188,8 @@ def next_steps(out: Path, sdk=None) -> list[str]:
     if sdk is not None and not sdk.simulator:
         steps.append(f"# pip install compiles against the vendor's SDK and cannot work "
                      f"without it: {sdk_where(sdk)}")
-    return [*steps, f"{q(venv + '/bin/pip')} install --no-build-isolation {q(str(out))}",
+    # -v: pip shows the build's progress ([n/N] per compiled unit), not only "still running..."
+    return [*steps, f"{q(venv + '/bin/pip')} install -v --no-build-isolation {q(str(out))}",
             f"{q(venv + '/bin/python')} -m pytest -q {q(f'{out}/tests')}"]
 
 
