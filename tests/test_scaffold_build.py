@@ -76,4 +76,5 @@ def test_cuda_package_compiles_and_links_against_cudart(tmp_path):
                            capture_output=True, text=True, cwd=tmp_path)
     assert probe.returncode == 0, probe.stderr
     assert "nvgpu 0 False" in probe.stdout
-    assert "error: nvgpu: invalid device index 0 (0 device(s) available)" in probe.stdout
+    assert ("error: nvgpu: invalid device ordinal: device index 0 is out of range "
+            "(0 device(s) available)") in probe.stdout
