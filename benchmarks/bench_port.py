@@ -7,11 +7,13 @@ Both are timed as whole programs, from outside, each in a fresh process: hipify 
 ``tests/support/port.py`` runs it (the stage-1 torch wheel's ``torch/utils/hipify``, imported
 without torch, ``is_pytorch_extension=True``, over a fresh copy of the extraction; the copy is
 not timed), and ``tdev port EXTRACTION --to hip --out NEW``. Target: tdev port <= 1/5 of hipify's
-wall time. Also printed: the share of files identical to hipify's.
+wall time. Also printed: the CPU time (user + system) of each, which a loaded machine changes
+less than the wall time, and the share of files identical to hipify's.
 """
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
 import statistics
 import subprocess
@@ -40,19 +42,21 @@ def main() -> int:
             tree = a.tree or Path(subprocess.check_output(
                 ["bash", str(REPO / "tools/get-pytorch-src.sh"), "2.6.0"], text=True).strip().splitlines()[-1])
             ext = extract(tree, work / "extraction" / "torch_cuda")
-        hip_s, port_s = [], []
+        hip_s, port_s, hip_cpu, port_cpu = [], [], [], []
         for i in range(a.runs):
             copy = work / f"hipify{i}"
             shutil.copytree(ext, copy, symlinks=True)
-            t = time.perf_counter()
+            t, c = time.perf_counter(), _children_cpu()
             subprocess.run([str(STAGE1_PYTHON), "-c", HIPIFY_DRIVER, str(copy)], check=True,
                            capture_output=True)
             hip_s.append(time.perf_counter() - t)
+            hip_cpu.append(_children_cpu() - c)
             shutil.rmtree(copy)
-            t = time.perf_counter()
+            t, c = time.perf_counter(), _children_cpu()
             subprocess.run([sys.executable, "-m", "tdev", "port", str(ext), "--to", "hip", "--out",
                             str(work / f"port{i}" / "torch_hip")], check=True, capture_output=True)
             port_s.append(time.perf_counter() - t)
+            port_cpu.append(_children_cpu() - c)
             shutil.rmtree(work / f"port{i}")
         from tdev.port.plan import make_plan
         from tdev.port.profile import load_named
@@ -67,7 +71,14 @@ def main() -> int:
     print(f"tdev port median {port:.3f} s  runs {' '.join(f'{x:.2f}' for x in port_s)}")
     print(f"ratio (port / hipify) {port / hip:.3f}  target <= {TARGET:.3f}: "
           f"{'met' if port / hip <= TARGET else 'NOT met'}")
+    hc, pc = statistics.median(hip_cpu), statistics.median(port_cpu)
+    print(f"CPU (user + system): hipify median {hc:.3f} s, tdev port median {pc:.3f} s, ratio {pc / hc:.3f}")
     return 0
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 if __name__ == "__main__":
