@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from hashlib import sha256
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,7 @@ def test_manifest_round_trip_and_a_second_run_changes_nothing(setup):
     doc = json.loads((out / "PORT_MANIFEST.json").read_text())
     rows = {e["path"]: e for e in doc["files"]}
     assert rows[ADD]["source"] == "torch_cuda/csrc/aten/native/cuda/Add.cu" and rows[ADD]["ported"]
+    assert rows[ADD]["source_sha256"] == sha256((ext / rows[ADD]["source"]).read_bytes()).hexdigest()
     assert rows[ADD]["applied"] == {f"{prof}:7": 1, "include: renamed with the file it names": 1}
     assert doc["profile"]["name"] == "demo" and doc["extraction"]["path"] == "../torch_cuda"
     report = json.loads((out / "PORT_REPORT.json").read_text())
@@ -113,3 +115,14 @@ def test_a_directory_tdev_did_not_write_is_not_replaced(setup):
     r = port(ext, prof, out)
     assert r.returncode == 2 and "not a tree written by tdev port" in r.stderr, r.stderr
     assert (out / "mine.txt").read_text() == "x"
+
+
+def test_a_fifo_where_the_extraction_lists_a_file_is_refused(setup):
+    ext, prof, out = setup
+    victim = ext / "torch_cuda/csrc/aten/native/cuda/Loops.cuh"
+    victim.unlink()
+    os.mkfifo(victim)
+    r = port(ext, prof, out)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert f"{victim}: an extracted file is not a regular file" in r.stderr
+    assert not out.exists()

@@ -6,6 +6,7 @@ files and, for the moved and supplemented ones, the path each had in PyTorch: th
 new place; two files landing on one place are refused, naming the rule."""
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from basekit.errors import InputError
-from basekit.fs import safe_join
+from basekit.docread import open_regular
 from tdev.extract import manifest as xmanifest
 from tdev.extract.layout import MANIFEST_NAME, REPORT_NAME
 
@@ -36,6 +37,7 @@ class PortedFile:
     exe: bool
     ported: bool
     changes: tuple[Change, ...] = ()
+    source_sha256: str = ""
 
     def applied(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -130,22 +132,26 @@ def make_plan(extraction: str | os.PathLike, profile: Profile, *, slow: bool = F
 
     def one(p: str):
         path = os.path.join(out, p)  # every listed path was checked by the manifest reader
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
+        fd, st = open_regular(path, what="an extracted file")  # a FIFO or a directory is refused
+        try:
             if st.st_size > MAX_SOURCE_BYTES:
-                raise PortError(path, f"too large to port ({st.st_size} bytes)")
-            data = fh.read()
+                raise PortError(path, f"too large to port ({st.st_size} bytes, limit {MAX_SOURCE_BYTES})")
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                data = fh.read(MAX_SOURCE_BYTES + 1)
+        finally:
+            os.close(fd)
         exe = bool(st.st_mode & 0o111)
+        digest = hashlib.sha256(data).hexdigest()
         if not profile.ports(p):
-            return PortedFile(dest[p], p, data, exe, False), []
+            return PortedFile(dest[p], p, data, exe, False, source_sha256=digest), []
         text = data.decode("utf-8", "surrogateescape")
         notes: list = []
         new, edits = porter.port(text, p, lambda h, r, q: resolve(h, r, q, notes), slow)
         if not edits and profile.keep_unchanged_names and posixpath.dirname(dest[p]) == posixpath.dirname(p):
-            return PortedFile(p, p, data, exe, True), notes
+            return PortedFile(p, p, data, exe, True, source_sha256=digest), notes
         new, extra = finish(porter, new, p, dest[p])
         return PortedFile(dest[p], p, new.encode("utf-8", "surrogateescape"), exe, True,
-                          tuple(sorted(lines_of(text, edits) + extra, key=lambda c: c.line))), notes
+                          tuple(sorted(lines_of(text, edits) + extra, key=lambda c: c.line)), digest), notes
 
     results = [one(p) for p in paths]
     files = [f for f, _ in results]

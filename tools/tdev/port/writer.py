@@ -54,7 +54,7 @@ def contents(plan: PortPlan, out: Path) -> tuple[dict[str, tuple[bytes, bool]], 
     for f in plan.files:
         data[f.dest] = (f.data, f.exe)
         rows.append({"path": f.dest, "sha256": sha256(f.data), "size": len(f.data), "source": f.source,
-                     "ported": f.ported, "applied": f.applied()})
+                     "source_sha256": f.source_sha256, "ported": f.ported, "applied": f.applied()})
         if f.changes:
             report[f.dest] = [c.to_json() for c in f.changes]
     rep = lines_json({"unresolved_includes": [list(x) for x in plan.unresolved],
