@@ -36,7 +36,7 @@ stage-1 python's by default), which no other library may."""
 
 EPILOG = exit_codes_epilog(
     ok="closure and coverage clean (with --subset: closure clean); or the dump written",
-    failed="an unresolved symbol (closure) or a missing one (coverage)",
+    failed="an unresolved symbol or an exported C++ runtime state symbol (closure), or a missing one (coverage)",
     usage="bad input: no library, a file that is neither ELF nor a dump, no stage-1 torch") + """
 
 examples:
@@ -173,6 +173,10 @@ def _render(closed, covered, subset: bool) -> None:
     for lib, soname in closed.unknown_needed:
         print(f"  {lib} needs {soname}: neither a standalone library nor a provider, and "
               "ldconfig does not know it")
+    for lib, name in closed.runtime_state:
+        print(f"  {lib} exports {name}, the C++ runtime's per-process state (libstdc++ linked in "
+              "statically): other libraries would bind to this copy; link with "
+              "-Wl,--exclude-libs,ALL")
     figures = ", ".join(f"{k} {v}" for k, v in covered.per_importer.items())
     state = "OK" if covered.ok else ("incomplete (a subset)" if subset else "FAILED")
     print(f"coverage: {state}: imports from the stock CUDA libraries: {figures}; "

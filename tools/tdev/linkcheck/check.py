@@ -12,7 +12,8 @@ out. Where the tables come from (stage 1, the CUDA libraries, the system) is
    hidden ones included: the subset is then a true part of the whole. Unresolved symbols are
    split into "defined by stock torch_cuda" and "defined nowhere". Each DT_NEEDED entry must be a
    standalone library or a provider: needing a stock CUDA library means the build is not
-   standalone (fine for a subset only); an unknown one fails.
+   standalone (fine for a subset only); an unknown one fails. A standalone library exporting the
+   C++ runtime's per-process state (a static libstdc++'s ``__once_proxy``, ...) fails too.
 2. **coverage** (:func:`coverage`): what the wheel's ``libtorch_python``, ``libtorch`` and
    ``torch/_C*.so`` import from the stock CUDA libraries (undefined in the importer, exported by a
    stock CUDA library, and not exported by any other library they may bind to) must be exported
@@ -97,10 +98,13 @@ class ClosureResult:
     # library (``stock_needed``: the build is not standalone) or an unknown one (``unknown_needed``)
     stock_needed: tuple[tuple[str, str], ...] = ()
     unknown_needed: tuple[tuple[str, str], ...] = ()
+    # (library, symbol): the C++ runtime's per-process state a standalone library exports
+    runtime_state: tuple[tuple[str, str], ...] = ()
 
     @property
     def ok(self) -> bool:
-        return not self.nowhere and not self.unknown_needed and (self.subset or not (self.in_stock or self.stock_needed))
+        return (not self.nowhere and not self.unknown_needed and not self.runtime_state
+                and (self.subset or not (self.in_stock or self.stock_needed)))
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "subset": self.subset, "libraries": list(self.libraries),
@@ -108,7 +112,8 @@ class ClosureResult:
                 "unresolved_in_stock": [u.to_json() for u in self.in_stock],
                 "unresolved_nowhere": [u.to_json() for u in self.nowhere],
                 "stock_needed": [list(x) for x in self.stock_needed],
-                "unknown_needed": [list(x) for x in self.unknown_needed]}
+                "unknown_needed": [list(x) for x in self.unknown_needed],
+                "runtime_state": [list(x) for x in self.runtime_state]}
 
 
 def is_extension_module(table: SymbolTable) -> bool:
@@ -120,11 +125,14 @@ def is_extension_module(table: SymbolTable) -> bool:
 
 def closure(standalone: Iterable[SymbolTable], providers: Iterable[SymbolTable],
             stock_cuda: Iterable[SymbolTable], subset: bool = False,
-            interpreter: Iterable[SymbolTable] = ()) -> ClosureResult:
+            interpreter: Iterable[SymbolTable] = (),
+            runtime_state: Iterable[str] = ()) -> ClosureResult:
     """Resolve every GLOBAL undefined symbol of ``standalone`` against the exports of
     ``providers`` and of the standalone libraries themselves; an extension module's also against
     ``interpreter`` (libpython, or the executable that exports the C API), which no other
-    library may bind to: libtorch_cuda referencing Python is a fault, _CUDAC doing so is not."""
+    library may bind to: libtorch_cuda referencing Python is a fault, _CUDAC doing so is not.
+    A standalone library exporting one of ``runtime_state`` (the C++ runtime's per-process state,
+    linked in statically) fails too: the process's other libraries would bind to its copy."""
     standalone, providers, stock_cuda = tuple(standalone), tuple(providers), tuple(stock_cuda)
     exported, python = DefIndex(standalone + providers), DefIndex(interpreter)
     needed: dict[Ref, list[str]] = {}
@@ -152,7 +160,14 @@ def closure(standalone: Iterable[SymbolTable], providers: Iterable[SymbolTable],
                          tuple(t.name for t in providers + tuple(interpreter)), subset,
                          references, tuple(in_stock), tuple(nowhere),
                          tuple(x for x in unknown if os.path.basename(x[1]) in stock_names),
-                         tuple(x for x in unknown if os.path.basename(x[1]) not in stock_names))
+                         tuple(x for x in unknown if os.path.basename(x[1]) not in stock_names),
+                         runtime_exports(standalone, runtime_state))
+
+
+def runtime_exports(standalone: Iterable[SymbolTable], names: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """(library, symbol) for each of ``names`` a standalone library exports."""
+    wanted = frozenset(names)
+    return tuple((t.name, s.name) for t in standalone for s in t.exported() if s.name in wanted)
 
 
 # --- coverage ----------------------------------------------------------------------------------

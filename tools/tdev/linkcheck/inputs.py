@@ -44,6 +44,7 @@ class LinkData:
     cuda: CudaParts = CudaParts()
     system: tuple[str, ...] = ()
     sources_exclude: tuple[str, ...] = ()
+    runtime_state: tuple[str, ...] = ()
     groups: tuple[GroupRule, ...] = ()
 
 
