@@ -149,3 +149,36 @@ def test_regions_up_to_the_last_include_are_the_first_regions(text):
     whole = regions(text)
     assert regions(text, stop) == [r for r in whole if r.start < stop]
     assert all(r.start < stop for r in whole if r.kind == "include")
+
+
+def test_musa_renames_the_cuda_key_and_maca_keeps_it(mini):
+    ext, _ = mini
+    musa = {f.source: f for f in make_plan(ext, load_named("musa")).files}
+    add = musa["torch_cuda/csrc/aten/native/cuda/Add.cu"]
+    assert add.dest == "torch_musa/csrc/aten/native/musa/Add.mu"
+    text = add.data.decode()
+    assert "#include <ATen/musa/MUSAContext.h>" in text and "musaMalloc(&p, 4); mycudaMalloc();" in text
+    ctx = musa["torch_cuda/csrc/aten/cuda/CUDAContext.h"].data.decode()
+    assert "#include <musa_runtime.h>" in ctx and "musaStream_t current();" in ctx
+    maca = {f.source: f for f in make_plan(ext, load_named("maca")).files}
+    add = maca["torch_cuda/csrc/aten/native/cuda/Add.cu"]
+    assert add.dest == "torch_cuda/csrc/aten/native/cuda/Add.cu"  # MetaX keeps the CUDA key and names
+    assert "#include <ATen/cuda/CUDAContext.h>" in add.data.decode() and "mcMalloc(&p, 4)" in add.data.decode()
+    assert "#include <mcr/mc_runtime.h>" in maca["torch_cuda/csrc/aten/cuda/CUDAContext.h"].data.decode()
+
+
+def test_a_derived_table_outside_the_profiles_directory_is_refused(tmp_path):
+    prof = tmp_path / "p.yaml"
+    prof.write_text(PROFILE + "derived: ../../etc/table.json\n")
+    with pytest.raises(ProfileError) as e:
+        load(prof)
+    assert str(e.value).startswith(f"{prof}:15: derived: a file name beside the profile")
+
+
+def test_not_an_extraction_is_one_error(tmp_path):
+    from tdev.extract.manifest import ManifestError
+
+    (tmp_path / "x").mkdir()
+    with pytest.raises(ManifestError) as e:
+        make_plan(tmp_path / "x", load_named("hip"))
+    assert "not a tree written by tdev extract" in str(e.value)
