@@ -112,11 +112,10 @@ def make_plan(extraction: str | os.PathLike, profile: Profile, *, slow: bool = F
     def resolve(header: str, rel: str, quoted: bool, notes: list) -> str | None:
         if header.startswith(prefixes):
             return profile.rename(header)
-        target = None
-        if quoted:
+        target, beside = None, False
+        if quoted:  # beside the including file first
             near = posixpath.normpath(posixpath.join(posixpath.dirname(rel), header))
-            if near in listed:
-                target = near
+            target, beside = (near, True) if near in listed else (None, False)
         if target is None:
             target = index.get(header)
         if target is None:
@@ -125,7 +124,7 @@ def make_plan(extraction: str | os.PathLike, profile: Profile, *, slow: bool = F
             return None
         if dest[target] == target or not profile.ports(target):
             return None
-        if not by_spelling and not quoted:
+        if not by_spelling and not beside:
             notes.append(("kept", rel, header))  # spelled as before; it names a renamed file
             return None
         return profile.rename(header)
