@@ -122,7 +122,7 @@ def _locked(plan: PortPlan, out: Path, discard: bool, faults: FaultPoints) -> Wr
     if state is not None and state.raw == mbytes and state.ok:
         return WriteResult(str(out), len(data), False, [], list(work.keep_files) if work else [])
 
-    digests = {p: sha256(b) for p, (b, _) in data.items()}
+    digests = {r["path"]: r["sha256"] for r in json.loads(mbytes)["files"]}
     rewritten = [p for p in data if old.get(p) != digests[p]]
     for dest in data:  # once, here: the work directory below holds only what this writes
         if (problem := relpath_problem(dest)) is not None:
