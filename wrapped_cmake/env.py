@@ -205,10 +205,17 @@ def detect_pybind11(torch: TorchInfo) -> Pybind11Info:
 
 
 def _cxx11_abi(root: Path) -> tuple[bool | None, str | None]:
+    """The ABI of c10's own symbols (a c10::... name taking std::__cxx11::basic_string or the
+    old std::string, ``Ss``); libstdc++ symbols linked into the library (the pre-cxx11 wheels
+    of torch <= 2.6 carry ``_ZGTtNSt11logic_error...__cxx11...``) do not count."""
     for name in ("libc10.so", "libc10.dylib"):
         lib = root / "lib" / name
         if lib.is_file():
             data = lib.read_bytes()
+            if re.search(rb"_ZN\w*?3c10\w*?St7__cxx11", data):
+                return True, f"c10 symbols with std::__cxx11 in {lib.name}"
+            if re.search(rb"_ZN\w*?3c10\w*?Ss", data):
+                return False, f"c10 symbols with the old std::string in {lib.name}"
             if b"St7__cxx11" in data or b"NSt7__cxx11" in data:
                 return True, f"std::__cxx11 symbols in {lib.name}"
             if b"Ss" in data and b"basic_string" in data:

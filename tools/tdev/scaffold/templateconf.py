@@ -5,12 +5,14 @@
     conf.route_backends      # ("flaggems", "vendor", "cpu")
     conf.core_ops            # (("empty.memory_format", "empty_memory_format"), ...)
     conf.wanted(rel, ctx)    # whether a profile gets the tree's file ``rel``
+    conf.torch_releases      # TorchReleases(min="2.6", below="2.14"), or None
 
 ``route_backends``: where an operator may be routed. ``core_ops``: the YAML file (beside the
 template that registers them) mapping each operator the device implements itself to its C++
 kernel. ``only_if``: files a profile gets only when a Jinja expression over the template context
-holds; every other file is in every package. template.yaml and its data files are tdev's, not
-the package's: they are not copied.
+holds; every other file is in every package. ``torch_releases``: the torch releases the tree's
+C++ builds against (``min`` included, ``below`` not), which the package declares and checks at
+build time. template.yaml and its data files are tdev's, not the package's: they are not copied.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from typing import Any, Mapping
 
 import importlib
 import os
+import re
 
 import jinja2
 
@@ -46,11 +49,45 @@ def template_root() -> Path:
     return Path(importlib.import_module("tdev.templates").__file__).resolve().parent / "backend"
 
 
+def _release(value: str) -> tuple[int, int]:
+    m = re.fullmatch(r"([0-9]{1,3})\.([0-9]{1,3})", value)
+    if not m:
+        raise ValueError(f"{value!r} is not a torch release MAJOR.MINOR")
+    return int(m.group(1)), int(m.group(2))
+
+
+@dataclass(frozen=True)
+class TorchReleases:
+    """torch releases ``min`` <= r < ``below`` ("MAJOR.MINOR"); templates read ``spec`` (pip's
+    form, ``>=2.6,<2.14``) and the (MAJOR, MINOR) pairs ``lowest`` and ``first_unsupported``."""
+    min: str = conf(check=lambda s: (_release(s), s)[1])
+    below: str = conf(check=lambda s: (_release(s), s)[1])
+
+    @property
+    def lowest(self) -> tuple[int, int]:
+        return _release(self.min)
+
+    @property
+    def first_unsupported(self) -> tuple[int, int]:
+        return _release(self.below)
+
+    @property
+    def spec(self) -> str:
+        return f">={self.min},<{self.below}"
+
+
+def _releases(r: TorchReleases | None) -> TorchReleases | None:
+    if r is not None and r.lowest >= r.first_unsupported:
+        raise ValueError(f"min {r.min} is not below {r.below}")
+    return r
+
+
 @dataclass(frozen=True)
 class _TemplateConfFile:
     route_backends: tuple[str, ...] = conf(check=lambda xs: tuple(v.identifier(x) for x in xs))
     core_ops: str = conf(check=v.rel_dir)  # a path of plain names inside the tree
     only_if: Mapping[str, str] = conf(default_factory=dict)
+    torch_releases: TorchReleases | None = conf(None, check=_releases)
 
 
 @dataclass(frozen=True)
@@ -60,6 +97,7 @@ class TemplateConf:
     core_ops: tuple[tuple[str, str], ...]  # (operator, C++ kernel)
     only_if: tuple[tuple[str, str], ...]  # (path pattern, Jinja expression)
     data_files: frozenset[str]  # tree paths read here, not copied (template.yaml, core_ops)
+    torch_releases: TorchReleases | None = None
 
     def wanted(self, rel: str, context: Mapping[str, Any]) -> bool:
         """Whether the tree's file ``rel`` goes into a package rendered with ``context``."""
@@ -85,7 +123,7 @@ def load_template_conf(root: Path) -> TemplateConf:
             doc.fail(("only_if", pattern), "matches no file of the tree")
     core = _core_ops(root, f.core_ops)
     return TemplateConf(path, f.route_backends, core, tuple(f.only_if.items()),
-                    frozenset({CONF_FILE, f.core_ops}))
+                        frozenset({CONF_FILE, f.core_ops}), f.torch_releases)
 
 
 def _core_ops(root: Path, rel: str) -> tuple[tuple[str, str], ...]:

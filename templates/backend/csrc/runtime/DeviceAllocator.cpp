@@ -15,12 +15,16 @@
 
 #include "runtime/Api.h"
 #include "runtime/Runtime.h"
+#include "runtime/TorchCompat.h"
 
 namespace BACKEND_NS {
 namespace {
 
-using c10::CachingAllocator::StatType;
 using c10::CachingDeviceAllocator::DeviceStats;
+using c10::CachingDeviceAllocator::Stat;
+using c10::CachingDeviceAllocator::StatArray;
+using c10::CachingDeviceAllocator::StatType;
+using MempoolId = std::pair<unsigned long long, unsigned long long>;  // c10::MempoolId_t
 
 constexpr size_t kSmallSize = 1 << 20;  // requests below 1 MiB come from the small pool
 constexpr size_t kSmallRound = 512;
@@ -42,7 +46,7 @@ struct Block {
   bool small() const { return size < kSmallSize; }
 };
 
-void count(c10::CachingAllocator::StatArray& stat, const Block& b, int64_t amount) {
+void count(StatArray& stat, const Block& b, int64_t amount) {
   const auto pool = static_cast<size_t>(b.small() ? StatType::SMALL_POOL : StatType::LARGE_POOL);
   for (size_t i : {static_cast<size_t>(StatType::AGGREGATE), pool}) {
     if (amount >= 0) {
@@ -64,7 +68,7 @@ void for_each_stat(DeviceStats& st, F f) {
 
 void raw_delete(void* ptr);
 
-class DeviceCachingAllocator final : public c10::DeviceAllocator {
+class DeviceCachingAllocator final : public BACKEND_DEVICE_ALLOCATOR_BASE {
  public:
   c10::DataPtr allocate(size_t n) override {
     const c10::DeviceIndex device = current_device();
@@ -145,9 +149,9 @@ class DeviceCachingAllocator final : public c10::DeviceAllocator {
     hal::memcpy(dest, count, src, count, hal::CopyKind::DeviceToDevice);
   }
 
-  bool initialized() override { return true; }
+  bool initialized() BACKEND_DEVICE_ALLOCATOR_OVERRIDE { return true; }
 
-  void emptyCache(c10::MempoolId_t) override {
+  void emptyCache(MempoolId) BACKEND_DEVICE_ALLOCATOR_OVERRIDE {
     std::lock_guard<std::mutex> lock(mutex_);
     for (Block* b : pending_) {
       for (hal::Event e : b->pending) hal::event_synchronize(e);
@@ -156,7 +160,7 @@ class DeviceCachingAllocator final : public c10::DeviceAllocator {
     for (c10::DeviceIndex d = 0; d < device_count(); ++d) release_cached(d);
   }
 
-  void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override {
+  void recordStream(const c10::DataPtr& ptr, c10::Stream stream) BACKEND_DEVICE_ALLOCATOR_OVERRIDE {
     if (ptr.get() == nullptr) return;
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = live_.find(ptr.get_context());
@@ -164,25 +168,26 @@ class DeviceCachingAllocator final : public c10::DeviceAllocator {
     if (stream.id() != it->second->stream) it->second->uses.insert(stream.id());
   }
 
-  DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+  DeviceStats getDeviceStats(c10::DeviceIndex device) BACKEND_DEVICE_ALLOCATOR_OVERRIDE {
     check_device(device);
     std::lock_guard<std::mutex> lock(mutex_);
     return stats_[device];
   }
 
-  void resetAccumulatedStats(c10::DeviceIndex device) override {
+  void resetAccumulatedStats(c10::DeviceIndex device) BACKEND_DEVICE_ALLOCATOR_OVERRIDE {
     std::lock_guard<std::mutex> lock(mutex_);
     DeviceStats& st = stats_[device];
-    for_each_stat(st, [](c10::CachingAllocator::Stat& s) { s.reset_accumulated(); });
+    for_each_stat(st, [](Stat& s) { s.reset_accumulated(); });
     st.num_alloc_retries = st.num_ooms = st.num_device_alloc = st.num_device_free = 0;
   }
 
-  void resetPeakStats(c10::DeviceIndex device) override {
+  void resetPeakStats(c10::DeviceIndex device) BACKEND_DEVICE_ALLOCATOR_OVERRIDE {
     std::lock_guard<std::mutex> lock(mutex_);
-    for_each_stat(stats_[device], [](c10::CachingAllocator::Stat& s) { s.reset_peak(); });
+    for_each_stat(stats_[device], [](Stat& s) { s.reset_peak(); });
   }
 
-  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device)
+      BACKEND_DEVICE_ALLOCATOR_OVERRIDE {
     DeviceScope scope(device);
     size_t free_bytes = 0, total = 0;
     hal::mem_get_info(&free_bytes, &total);
@@ -282,7 +287,7 @@ std::vector<std::pair<std::string, int64_t>> memory_stats(int device) {
   const DeviceStats st = g_device_allocator.getDeviceStats(device_arg(device));
   std::vector<std::pair<std::string, int64_t>> out;
   const char* pools[] = {"all", "small_pool", "large_pool"};
-  auto add = [&](const char* name, const c10::CachingAllocator::StatArray& a) {
+  auto add = [&](const char* name, const StatArray& a) {
     for (size_t i = 0; i < a.size(); ++i) {
       const std::string key = std::string(name) + "." + pools[i] + ".";
       out.emplace_back(key + "current", a[i].current);

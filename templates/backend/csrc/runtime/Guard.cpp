@@ -3,12 +3,12 @@
 // forwards to Device.cpp, Stream.cpp, Event.cpp or the allocator; nothing is decided here.
 // Copied by tdev scaffold as it is: a plain source; the package's names come from runtime/Config.h.
 #include <c10/core/impl/DeviceGuardImplInterface.h>
-#if __has_include(<c10/core/DeviceCapability.h>)
-#include <c10/core/DeviceCapability.h>  // torch >= 2.10: torch.accelerator.get_device_capability
-#define BACKEND_HAS_DEVICE_CAPABILITY 1
-#endif
 
 #include "runtime/Runtime.h"
+#include "runtime/TorchCompat.h"
+#if BACKEND_HAS_DEVICE_CAPABILITY
+#include <c10/core/DeviceCapability.h>
+#endif
 
 namespace BACKEND_NS {
 namespace {
@@ -30,7 +30,9 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
     }
   }
 
-  c10::Stream getStream(c10::Device d) const override { return current_stream(d.index()); }
+  c10::Stream getStream(c10::Device d) const BACKEND_GUARD_NOEXCEPT(getStream(d)) override {
+    return current_stream(d.index());
+  }
   c10::Stream getDefaultStream(c10::Device d) const override {
     return c10::Stream(c10::Stream::UNSAFE, d, 0);
   }
@@ -38,9 +40,12 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
     return new_stream(d.index());
   }
   c10::Stream getNewStream(c10::Device d, int) const override { return new_stream(d.index()); }
-  c10::Stream exchangeStream(c10::Stream s) const override { return set_current_stream(s); }
+  c10::Stream exchangeStream(c10::Stream s) const
+      BACKEND_GUARD_NOEXCEPT(exchangeStream(s)) override {
+    return set_current_stream(s);
+  }
   c10::DeviceIndex deviceCount() const noexcept override { return device_count(); }
-#ifdef BACKEND_HAS_DEVICE_CAPABILITY
+#if BACKEND_HAS_DEVICE_CAPABILITY
   // the dtypes a tensor of the device may have: all but the sub-byte quantized ones
   // (Quantized.cpp)
   c10::DeviceCapability getDeviceCapability(c10::Device d) const override {

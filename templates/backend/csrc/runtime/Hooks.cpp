@@ -19,6 +19,10 @@
 #include "runtime/Api.h"
 #include "runtime/Random.h"
 #include "runtime/Runtime.h"
+#include "runtime/TorchCompat.h"
+#if BACKEND_GENERATOR_REGISTRY
+#include <ATen/core/GeneratorForPrivateuseone.h>
+#endif
 
 namespace BACKEND_NS {
 namespace {
@@ -158,9 +162,19 @@ void resize_storage(const c10::Storage& storage, std::size_t new_nbytes) {
 
 namespace {
 
+at::Generator new_generator(c10::DeviceIndex device) {
+  if (device < 0) device = current_device();
+  check_device(device);
+  return at::make_generator<GeneratorImpl>(device);
+}
+
+#if BACKEND_GENERATOR_REGISTRY
+REGISTER_GENERATOR_PRIVATEUSE1(new_generator)
+#endif
+
 struct Hooks final : public at::PrivateUse1HooksInterface {
-  bool isBuilt() const override { return true; }
-  bool isAvailable() const override { return device_count() > 0; }
+  bool isBuilt() const BACKEND_HOOKS_AVAILABILITY_OVERRIDE { return true; }
+  bool isAvailable() const BACKEND_HOOKS_AVAILABILITY_OVERRIDE { return device_count() > 0; }
   void init() const override { (void)device_count(); }
   bool hasPrimaryContext(c10::DeviceIndex device) const override {
     return device >= 0 && device < device_count();
@@ -197,9 +211,7 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
     return default_generator(device);
   }
   at::Generator getNewGenerator(c10::DeviceIndex device) const override {
-    if (device < 0) device = current_device();
-    check_device(device);
-    return at::make_generator<GeneratorImpl>(device);
+    return new_generator(device);
   }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
     resize_storage(storage, newsize);
