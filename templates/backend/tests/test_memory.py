@@ -63,7 +63,7 @@ def test_memory_info_and_out_of_memory():
 
 
 @pytest.mark.skipif(not hasattr(torch.accelerator, "memory_allocated"),
-                    reason="this torch release has no torch.accelerator memory statistics (2.9 adds them)")
+                    reason="no torch.accelerator memory statistics in this torch (2.9 adds them)")
 def test_torch_accelerator_sees_the_same_allocator():
     if torch.accelerator.current_accelerator().type != DEVICE:
         pytest.skip("another accelerator is torch's current one")

@@ -167,7 +167,7 @@ def test_importing_and_counting_devices_leaves_the_runtime_uninitialised_where_p
 
 
 @pytest.mark.skipif(not hasattr(torch.accelerator, "get_device_capability"),
-                    reason="this torch release has no torch.accelerator.get_device_capability (2.10 adds it)")
+                    reason="no torch.accelerator.get_device_capability in this torch (from 2.10)")
 def test_accelerator_device_capability_lists_the_dtypes_of_the_device():
     """torch.accelerator.get_device_capability (the device guard's getDeviceCapability): every
     dtype but the sub-byte quantized ones, which the device refuses (test_quantized.py)."""
