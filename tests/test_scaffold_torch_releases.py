@@ -114,8 +114,11 @@ def test_sim_builds_and_its_tests_pass_on_the_oldest_supported_torch(tmp_path, s
     assert seen.stdout.startswith(f"{RELEASES.min}."), seen.stdout + seen.stderr
     built = pip_install(out, python, env)
     assert built.ok, built.output[-4000:]
-    tests = run_tests(out, python, env)
+    tests = run_tests(out, python, env, "-rs")
     last = tests.output.strip().splitlines()[-1]
     counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|skipped|errors?)", last)}
     assert tests.ok, tests.output[-6000:]
     assert counts.get("passed", 0) >= 400 and "failed" not in counts, counts
+    # skipped only where this torch has no such API (sim has two devices, no FlagGems)
+    skips = [line for line in tests.output.splitlines() if line.startswith("SKIPPED")]
+    assert all("in this torch" in s for s in skips), skips
