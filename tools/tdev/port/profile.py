@@ -54,8 +54,6 @@ class Profile:
     banner_files: tuple[str, ...]
     device_include: dict[str, Any] = field(default_factory=dict)
     device_math: dict[str, Any] = field(default_factory=dict)
-    compile_check: dict[str, Any] = field(default_factory=dict)
-    build: dict[str, Any] = field(default_factory=dict)
     include_prefixes: tuple[str, ...] = ()  # spellings renamed even when the file is not in the extraction
     include_rename: str = "resolved"  # or "prefixes": only spellings under include_prefixes (and quoted)
     keep_unchanged_names: bool = False  # a file the port leaves as it is keeps its name in its directory
@@ -83,7 +81,7 @@ def globs(patterns: tuple[str, ...]):
 
 KEYS = {"version", "name", "sources", "derived", "names", "prefixes", "headers", "rewrite_in",
         "port_files", "keep", "paths", "banner", "banner_files", "device_include", "device_math",
-        "compile_check", "build", "includes", "keep_unchanged_names"}
+        "includes", "keep_unchanged_names"}
 
 
 def shipped(name: str) -> Path:
@@ -225,7 +223,7 @@ def load(path: str | os.PathLike) -> Profile:
         rewrite_in=rewrite_in, port_files=lst("port_files"), keep=lst("keep"), path_replace=tuple(replace),
         extensions=extensions, banner=str(r.plain("banner") or ""), banner_files=lst("banner_files"),
         device_include=r.plain("device_include") or {},
-        device_math=_math(r), compile_check=r.plain("compile_check") or {}, build=r.plain("build") or {},
+        device_math=_math(r),
         include_prefixes=tuple(inc.get("prefixes", ())), include_rename=str(inc.get("rename", "resolved")),
         keep_unchanged_names=bool(r.plain("keep_unchanged_names")),
         digest=hashlib.sha256(r.text.encode() + b"".join(
