@@ -129,3 +129,27 @@ def test_route_help_explains_the_verbs_and_exit_codes(sim_python):  # noqa: F811
     assert p.returncode == 0
     for text in ("--shapes", "--backends", "--timer", "--rounds", "exit codes", "record"):
         assert text in p.stdout
+
+
+def test_the_table_shows_the_spread_and_names_ties(sim_python, tmp_path):  # noqa: F811
+    """Every figure a user reads comes with its spread; a `(tie)` in the table comes with a
+    note naming the backends within noise, and the conf line says so too."""
+    import re
+
+    (tmp_path / "small.yaml").write_text(SMALL_CASES)
+    p = run_tdev(sim_python, "route", "tune", "--package", "torch_sim", "--shapes", "small.yaml",
+                 "--backends", "vendor,cpu", "--repeat", "4", "--rounds", "2", "--out", "t.conf",
+                 cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-4000:]
+    lines = p.stdout.splitlines()
+    header = next(i for i, ln in enumerate(lines) if ln.startswith("op "))
+    rows = [ln for ln in lines[header + 1:] if ln.split()[0] in ("add.Tensor", "_softmax", "mm")]
+    assert len(rows) == 3
+    conf = (tmp_path / "t.conf").read_text()
+    for row in rows:
+        assert len(re.findall(r"\d+\.\d ±\d+\.\d%", row)) == 2, row  # vendor and cpu
+        op = row.split()[0]
+        tie = "(tie)" in row
+        assert tie == any(ln.startswith(f"note: {op}: ") and "within noise" in ln for ln in lines)
+        conf_line = next(ln for ln in conf.splitlines() if ln.startswith(f"{op} = "))
+        assert ("# within noise:" in conf_line) == tie and "[" in conf_line
