@@ -146,6 +146,11 @@ def test_new_starts_a_series_in_an_empty_directory(checkout, tmp_path):
     assert status.returncode == 0 and "status: ok" in status.stdout, status.stdout + status.stderr
     assert tdev("patch", "unapply", *common).returncode == 0
     assert _git(repo, "status", "--porcelain") == ""
+    fresh = tmp_path / "more" / "patches"  # not there yet: made with the first patch
+    (repo / "a.txt").write_text(numbered(60, "a").replace("a 3\n", "a three\n"))
+    r = tdev("patch", "new", "0001-three", "--series", str(fresh), "--torch-src", str(repo))
+    assert r.returncode == 0, r.stderr
+    assert (fresh / "series").read_text() == "0001-three.patch\n"
     notes = tmp_path / "notes"  # a directory with other files in it is not taken for a series
     notes.mkdir()
     (notes / "todo.txt").write_text("not a series\n")

@@ -180,7 +180,10 @@ def new(series_dir: Path | str | None, torch_src: Path | str, name: str, *, desc
 
 
 def _series_to_extend(series_dir: Path | str | None) -> Series:
-    """The series ``new`` appends to: an empty directory is a series without patches yet."""
+    """The series ``new`` appends to: an empty directory, or one not there yet (made when the
+    patch is written), is a series without patches yet."""
+    if series_dir is not None and not os.path.lexists(series_dir):
+        return Series(Path(series_dir), None, ())
     if series_dir is not None and os.path.isdir(series_dir) and not os.path.islink(series_dir):
         with os.scandir(series_dir) as it:
             if next(it, None) is None:
@@ -239,6 +242,7 @@ def _write_patch(command: str, target: Path, header: str, files: list[FilePatch]
         return RecordResult(command, name, str(target), (), 0, False,
                             f"{name}: the tree holds no change for this patch")
     text = _render(header, files, strip)
+    target.parent.mkdir(parents=True, exist_ok=True)  # a series not there yet (new)
     old = decode(target.read_bytes()) if target.exists() else None
     if old != text:
         write_atomic(str(target), encode(text), 0o644)
