@@ -99,24 +99,44 @@ def test_scan_and_extract_figures_of_2_6_0(pytorch_tree, tmp_path):
 
 
 HEADERS = Path(os.environ.get("TDEV_ASCEND_HEADERS") or Path.home() / ".cache/tdev/torch-npu-2.14.0")
+_SDK_LINE = r"against them\): (\d+)/\d+ units OK"
+
+
+def _units(vendor: str, tmp_path: Path) -> tuple[Path, int]:
+    """A package of ``vendor`` rendered here, and how many C++ units `--check` compiles of it."""
+    from tdev.cli.main import main
+    out = tmp_path / f"torch_{vendor}"
+    assert main(["scaffold", "--vendor", vendor, "--out", str(out)]) == 0
+    return out, len([p for p in (out / "csrc").rglob("*.cpp") if "simulator" not in p.parts])
+
+
+def test_unit_counts_of_the_vendor_checks(tmp_path, capsys):
+    """The metax check compiles every unit; with an SDK the ascend check adds the conformance
+    unit. Rendering is enough to count them: the compiles are the slow test's."""
+    _, metax = _units("metax", tmp_path)
+    _, ascend = _units("ascend", tmp_path)
+    capsys.readouterr()
+    sdk = ascend + 1
+    check("tutorial.md", {r"\(not the metax SDK\): (\d+)/\d+ units OK": metax,
+                          r"\(not the metax SDK\): \d+/(\d+) units OK": metax,
+                          _SDK_LINE: sdk, r"against them\): \d+/(\d+) units OK": sdk,
+                          r"The (\d+) units are the package's": sdk,
+                          r"units are the package's (\d+) C\+\+ files": ascend})
+    check("scaffold.md", {_SDK_LINE: sdk, r"against them\): \d+/(\d+) units OK": sdk})
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not (HEADERS / "include/acl/acl.h").is_file(),
                     reason=f"no Ascend headers at {HEADERS} (tools/setup.sh fetches them)")
-def test_scaffold_md_ascend_check_counts(tmp_path, capsys):
-    from tdev.cli.main import main
+def test_declarations_the_ascend_check_states(tmp_path, capsys):
     from tdev.scaffold.check import CONFORMANCE_UNIT, syntax_check
 
-    out = tmp_path / "torch_ascend"
-    assert main(["scaffold", "--vendor", "ascend", "--out", str(out)]) == 0
+    out, _ = _units("ascend", tmp_path)
     capsys.readouterr()
-    units = len([p for p in (out / "csrc").rglob("*.cpp") if "simulator" not in p.parts]) + 1
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ASCEND_HOME": str(HEADERS)}
     conformance = syntax_check(out, jobs=1, env=env, only=(CONFORMANCE_UNIT,))  # one unit
     assert [u.source for u in conformance.units] == [CONFORMANCE_UNIT] and conformance.units[0].ok, \
         conformance.units[0].output[:3000]
-    check("scaffold.md", {
-        r"\((\d+) profile declarations checked against them\)": conformance.declarations_checked,
-        r"against them\): (\d+)/\d+ units OK": units,
-        r"against them\): \d+/(\d+) units OK": units})
+    declared = {r"\((\d+) profile declarations checked against them\)": conformance.declarations_checked}
+    check("scaffold.md", declared)
+    check("tutorial.md", declared)
