@@ -3,11 +3,13 @@ run: compiled output and gradients equal to eager on each device, and the time p
 
 The model is PKG.testing.TinyTransformer (random init); a step is forward + backward (fp32).
 The device compiles with its own backend (`backend=<device>`: inductor, every operator left to
-the device's ATen kernels); the reference (torch.cuda) with plain torch.compile (inductor with
-Triton), in its own interpreter (TORCH_DEVICE_BACKEND_AUTOLOAD=0: torch cannot run a CUDA
+the device's ATen kernels) and, where its profile gives it a kernel code generator
+(`compile: kernels: cpp`), with plain torch.compile too; the reference (torch.cuda) with plain
+torch.compile (inductor with Triton), in its own interpreter (TORCH_DEVICE_BACKEND_AUTOLOAD=0: torch cannot run a CUDA
 backward pass where a PrivateUse1 backend is registered). Figures: median step time (wall
 clock, synchronised) of eager and compiled after --warmup steps, and the largest relative gap
-between compiled and eager outputs and gradients.
+between compiled and eager outputs and gradients, and the graphs dynamo compiled (a recompile
+adds one).
 
     python benchmarks/bench_route_compile.py --package torch_nvgpu --json compile.json
 """
@@ -65,8 +67,11 @@ def worker(args) -> dict:
     gap = lambda a, b: float(((a - b).abs().max() / b.abs().max().clamp_min(1e-12)).item())
     gaps = [gap(out, ref_out)] + [gap(p.grad.float().cpu(), q.grad.float().cpu())
                                   for p, q in zip(compiled_net.parameters(), eager.parameters())]
-    return {"device": device, "backend": args.backend, "eager_ms": timed(eager),
-            "compiled_ms": timed(compiled), "first_call_s": compile_s, "max_rel_gap": max(gaps)}
+    eager_ms, compiled_ms = timed(eager), timed(compiled)
+    from torch._dynamo.utils import counters
+    return {"device": device, "backend": args.backend, "eager_ms": eager_ms,
+            "compiled_ms": compiled_ms, "first_call_s": compile_s, "max_rel_gap": max(gaps),
+            "graphs": int(counters["stats"]["unique_graphs"])}
 
 
 def main() -> int:
@@ -87,16 +92,20 @@ def main() -> int:
     base = worker_argv(__file__, args, ("package", "warmup", "steps") + MODEL)
     report = {"model": {k: getattr(args, k) for k in MODEL}}
     ok = True
-    for device, backend, autoload in ((ref, "default", "0"), (pkg.DEVICE, "device", "1")):
+    runs = [(ref, "default", "0"), (pkg.DEVICE, "device", "1")]
+    if pkg._config.COMPILE_KERNELS != "none":  # the device's own kernels: plain torch.compile
+        runs.append((pkg.DEVICE, "default", "1"))
+    for device, backend, autoload in runs:
         r = run_worker(base + [f"--device={device}", f"--backend={backend}"], autoload,
                        cwd=os.path.dirname(os.path.abspath(__file__)))
         if r is None:
             return 1
-        report[device] = r
+        report[f"{device}:default" if device == pkg.DEVICE and backend == "default" else device] = r
         ok &= r["max_rel_gap"] <= args.tolerance
         print(f"{device:8s} backend {'torch.compile(backend=' + repr(device) + ')' if backend == 'device' else 'inductor (default)':34s} "
               f"eager {r['eager_ms']:.2f} ms, compiled {r['compiled_ms']:.2f} ms, first call "
-              f"{r['first_call_s']:.1f} s, compiled vs eager max rel gap {r['max_rel_gap']:.1e}")
+              f"{r['first_call_s']:.1f} s, compiled vs eager max rel gap {r['max_rel_gap']:.1e}, "
+              f"{r['graphs']} graph(s)")
     write_json(args.json, report)
     return 0 if ok else 1
 

@@ -38,15 +38,32 @@ def _scale(query: torch.Tensor, scale: float | None) -> float:
     return scale if scale is not None else 1.0 / math.sqrt(query.shape[-1])
 
 
+def _laid_out_like(ref: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """``value`` in the memory layout of ``ref`` (its dimensions in the order of ``ref``'s
+    strides), as the operators' meta kernels allocate their results: torch.compile checks that a
+    kernel's result has the sizes and strides its meta kernel promised."""
+    if value.shape == ref.shape:
+        out = torch.empty_like(ref)
+    else:
+        order = sorted(range(ref.dim()), key=lambda d: ref.stride(d), reverse=True)
+        strides, step = [0] * ref.dim(), 1
+        for d in reversed(order):
+            strides[d] = step
+            step *= value.shape[d]
+        out = torch.empty_strided(value.shape, strides, dtype=ref.dtype, device=ref.device)
+    return out.copy_(value)
+
+
 def _forward(query, key, value, attn_bias=None, dropout_p=0.0, is_causal=False,
              return_debug_mask=False, *, scale=None):
     scores = _scores(query, key, attn_bias, is_causal, _scale(query, scale)).float()
     logsumexp = torch.logsumexp(scores, dim=-1)
     probs = torch.exp(scores - logsumexp.unsqueeze(-1)).to(query.dtype)
-    out = torch.matmul(probs, value)
+    out = _laid_out_like(query, torch.matmul(probs, value))
     empty = query.new_empty(0)
     no_int = query.new_empty(0, dtype=torch.long)
-    return (out, logsumexp, no_int, no_int, query.shape[-2], key.shape[-2], no_int, no_int,
+    seed = query.new_zeros((), dtype=torch.long)  # no dropout: no random state (0-d, as meta's)
+    return (out, logsumexp, no_int, no_int, query.shape[-2], key.shape[-2], seed, seed.clone(),
             empty)
 
 
@@ -77,8 +94,8 @@ def _backward(grad_out, query, key, value, attn_bias, grad_input_mask, out, logs
     grad_bias = None
     if grad_input_mask[3] and bias is not None and bias.dtype != torch.bool:
         grad_bias = _reduce_to(grad_scores, bias.shape).to(bias.dtype)
-    return (grad_query.to(query.dtype), grad_key.to(key.dtype), grad_value.to(value.dtype),
-            grad_bias)
+    return (_laid_out_like(query, grad_query), _laid_out_like(key, grad_key),
+            _laid_out_like(value, grad_value), grad_bias)
 
 
 def register() -> None:

@@ -10,26 +10,34 @@ registers everything:
 - a dynamo `DeviceInterface` for the device (devices, streams, events, synchronize), which
   dynamo asks about every device a graph touches;
 - inductor's per-device pieces: the Python wrapper code generator, the device's op overrides
-  (set_device/synchronize/device guard in generated code) and a scheduling that generates no
-  kernels of its own: this package has no kernel code generator (no Triton, no C++ for the
-  device), so inductor must leave every operator to ATen, i.e. to the device's kernels;
+  (set_device/synchronize/device guard in generated code) and the scheduling, which the
+  profile's `compile: kernels` picks (COMPILE_KERNELS):
+  - `cpp`: inductor's C++ code generator, as for the CPU. A kernel runs on the host's view of
+    the device's memory (the runtime's host_alias), after the device's queued work: plain
+    `torch.compile(model)` fuses and compiles kernels for the device;
+  - `none`: a scheduling that generates no kernels, so inductor leaves every operator to ATen,
+    i.e. to the device's kernels; plain `torch.compile(model)` then fails where inductor asks
+    for a kernel, with a message naming the two ways below;
 - a compile backend named after the device: `torch.compile(model, backend="<device>")` runs
-  inductor that way (graph capture, AOT autograd, decompositions, a Python wrapper calling
-  the device's ATen kernels). `torch.compile(model, options={"fallback_by_default": True})` is
-  the same through the default backend. Plain `torch.compile(model)` asks inductor to
-  generate fused kernels, which needs a code generator for the device (a vendor's Triton or
-  C++ backend): without one it fails; where the scheduling is reached, its message names
-  the two ways above.
+  inductor with every operator left to the device's ATen kernels (graph capture, AOT autograd,
+  decompositions, a Python wrapper calling them), whatever the profile says;
+  `torch.compile(model, options={"fallback_by_default": True})` is the same through the
+  default backend.
 """
 from __future__ import annotations
 
+import ctypes
+import dataclasses
+import os
+from types import SimpleNamespace
 from typing import Any, Callable
 
 import torch
 from torch._dynamo import device_interface as _dynamo_devices  # imported by dynamo's use only
 
+from . import _C
 from . import device as _device
-from ._config import DEVICE
+from ._config import COMPILE_KERNELS, DEVICE, PACKAGE
 
 FALLBACK_OPTIONS = {"fallback_by_default": True}  # inductor: every operator an ATen call
 
@@ -78,7 +86,10 @@ class DeviceInterface(_dynamo_devices.DeviceInterface):
 
     @classmethod
     def get_device_properties(cls, device: Any = None) -> Any:
-        return None
+        """The device's properties and the processor count inductor sizes reductions by: the
+        host's CPUs, which run the device's C++ kernels."""
+        props = dataclasses.asdict(_device.get_device_properties(device))
+        return SimpleNamespace(**props, multi_processor_count=os.cpu_count() or 1)
 
     @staticmethod
     def get_compute_capability(device: Any = None) -> str:
@@ -124,6 +135,69 @@ def _scheduling() -> type:
         codegen_template = codegen_combo_kernel = codegen_node
 
     return Scheduling
+
+
+def host_view(t: torch.Tensor) -> torch.Tensor:
+    """A CPU tensor over the bytes of device tensor ``t``, through the runtime's host view of
+    device memory (no copy: writes go to the device's memory)."""
+    storage = t.untyped_storage()
+    if storage.nbytes() == 0:
+        return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype)
+    base = _C.host_address(storage.data_ptr())
+    if not base:
+        raise RuntimeError(f"{DEVICE}: the runtime gives the host no view of device memory: "
+                           f"C++ kernels cannot run on it (compile: kernels: none)")
+    raw = torch.frombuffer((ctypes.c_char * storage.nbytes()).from_address(base),
+                           dtype=torch.uint8)
+    return raw.view(t.dtype).as_strided(t.size(), t.stride(), t.storage_offset())
+
+
+def run_host_kernel(kernel: Callable, *args: Any) -> Any:
+    """Runs one of inductor's C++ kernels for the device: the device's queued work first (the
+    kernel reads what it wrote), then the kernel on this thread over the host's view of each
+    device tensor; later work on the device is queued after it returns."""
+    _C.synchronize(-1)
+    return kernel(*(host_view(a) if isinstance(a, torch.Tensor) and a.device.type == DEVICE
+                    else a for a in args))
+
+
+def _host_kernel_wrapper() -> type:
+    """The Python wrapper code generator calling the device's C++ kernels through
+    run_host_kernel."""
+    from torch._inductor.codegen.wrapper import (PythonWrapperCodegen,
+                                                 SubgraphPythonWrapperCodegen)
+    from torch._inductor.virtualized import V
+
+    class HostKernelCalls:
+        def _generate_kernel_call_helper(self, kernel_name: str, call_args: Any, *,
+                                         device: Any = None, triton: bool = True, **kw: Any):
+            # (newer torch writes a C++ kernel call for the CPU only)
+            device = device or V.graph.get_current_device_or_throw()
+            if not triton and device.type == DEVICE:
+                self.writeline(self.wrap_kernel_call(kernel_name, call_args))
+                return None
+            return super()._generate_kernel_call_helper(kernel_name, call_args, device=device,
+                                                        triton=triton, **kw)
+
+        def wrap_kernel_call(self, name: str, call_args: Any) -> str:
+            return f"run_host_kernel({', '.join([name, *call_args])}){self.ending}"
+
+    class Subgraph(HostKernelCalls, SubgraphPythonWrapperCodegen):
+        pass
+
+    class Wrapper(HostKernelCalls, PythonWrapperCodegen):
+        @staticmethod
+        def create(is_subgraph: bool, subgraph_name: Any, parent_wrapper: Any,
+                   partition_signatures: Any = None) -> Any:
+            if is_subgraph:
+                return Subgraph(subgraph_name, parent_wrapper, partition_signatures)
+            return Wrapper()
+
+        def write_header(self) -> None:
+            super().write_header()
+            self.imports.writeline(f"from {PACKAGE}.compile import run_host_kernel")
+
+    return Wrapper
 
 
 def _op_overrides() -> Any:
@@ -179,11 +253,21 @@ def register() -> None:
     except ImportError:  # older torch
         WrapperFxCodegen = None
 
-    scheduling = _scheduling()
+    if COMPILE_KERNELS == "cpp":
+        from torch._inductor import config
+        from torch._inductor.codegen.cpp import CppScheduling
+        scheduling, wrapper = CppScheduling, _host_kernel_wrapper()
+        # inductor reindexes a pointwise loop to a reduction's only for GPU-style kernels (it
+        # leaves the CPU's alone: "CPU reindexing is not validated yet"), and fails on the C++
+        # kernels of any other device: off for this process, where the flag exists
+        if getattr(config, "loop_reindexing_after_fusion", False):
+            config.loop_reindexing_after_fusion = False
+    else:
+        scheduling, wrapper = _scheduling(), PythonWrapperCodegen
     _dynamo_devices.register_interface_for_device(DEVICE, DeviceInterface)
-    register_backend_for_device(DEVICE, scheduling, PythonWrapperCodegen)
+    register_backend_for_device(DEVICE, scheduling, wrapper)
     register_device_op_overrides(DEVICE, _op_overrides())
     if DEVICE not in _COMPILER_FNS:
         register_backend(compile_backend, name=DEVICE)
-    _inductor_classes.update(Scheduling=scheduling, PythonWrapperCodegen=PythonWrapperCodegen,
+    _inductor_classes.update(Scheduling=scheduling, PythonWrapperCodegen=wrapper,
                              CppWrapperCodegen=CppWrapperCpu, WrapperFxCodegen=WrapperFxCodegen)

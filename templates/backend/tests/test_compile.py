@@ -75,3 +75,53 @@ def test_import_leaves_dynamo_alone_and_a_fresh_process_compiles_both_ways():
         """)
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines() == ["False False", "True True"]
+
+
+def _transformer() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, dropout=0.0,
+                                      batch_first=True)
+
+
+def test_default_compile_of_a_small_transformer_equals_eager():
+    """Plain torch.compile(model): with the profile's C++ kernels (compile: kernels: cpp),
+    inductor fuses and compiles kernels for the device, run on the host's view of its memory;
+    forward and grads equal eager's within inductor's tolerances, and a second call of the
+    same shapes is not compiled again. Without a kernel code generator (kernels: none), plain
+    torch.compile fails with a message naming the two ways that run."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+    from torch._inductor.utils import run_and_get_code
+
+    x = torch.randn(2, 5, 16, device=DEVICE)
+    eager_model, compiled_model = _transformer().to(DEVICE), _transformer().to(DEVICE)
+    if pkg._config.COMPILE_KERNELS == "none":
+        with pytest.raises(Exception, match=f"backend={DEVICE!r}"):
+            torch.compile(compiled_model)(x)
+        return
+    ref, ref_grads = _run(eager_model, x)
+    counter = CompileCounterWithBackend("inductor")
+    compiled = torch.compile(compiled_model, backend=counter)
+    (out, grads), code = run_and_get_code(_run, compiled, x)
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-5)
+    for g, r in zip(grads, ref_grads):
+        torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-5)
+    generated = "\n".join(code)
+    assert "run_host_kernel(cpp_fused_" in generated  # fused C++ kernels ran on the device
+    assert counter.frame_count == 1
+    again = compiled(x + 1).detach().cpu()  # the same shapes: no new compile
+    torch.testing.assert_close(again, eager_model(x + 1).detach().cpu(), rtol=1e-4, atol=1e-5)
+    assert counter.frame_count == 1
+
+
+def test_host_view_is_the_device_memory_not_a_copy():
+    t = torch.arange(12.0, device=DEVICE).reshape(3, 4)[:, 1:3]
+    if pkg._config.COMPILE_KERNELS == "none":  # a runtime without a host view says so
+        with pytest.raises(RuntimeError, match="gives the host no view of device memory"):
+            pkg.compile.host_view(t)
+        return
+    view = pkg.compile.host_view(t)
+    assert view.device.type == "cpu" and view.shape == t.shape and view.stride() == t.stride()
+    pkg.device.synchronize()
+    torch.testing.assert_close(view, t.cpu())
+    view[1, 0] = -1.0  # a write on the host lands in the device's memory
+    assert t.cpu()[1, 0].item() == -1.0

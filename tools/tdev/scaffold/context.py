@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from .templateconf import TemplateConf, TorchReleases
-from .profiles import Amp, Runtime, Sdk, VendorKernels, VendorProfile
+from .profiles import Amp, Compile, Runtime, Sdk, VendorKernels, VendorProfile
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class ScaffoldContext(Mapping[str, Any]):
     vendor_kernels: VendorKernels | None
     amp: Amp
     routing: tuple[tuple[str, str], ...]
+    compile: Compile  # torch.compile's kernels (the profile's compile:)
     route_backends: tuple[str, ...]  # the tree's template.yaml
     core_ops: tuple[tuple[str, str], ...]  # (op, C++ kernel) csrc/aten/Ops.cpp registers
     torch_releases: TorchReleases | None  # the tree's template.yaml: what the package builds on
@@ -65,5 +66,5 @@ def make_context(profile: VendorProfile, package: str, device: str,
         vendor=profile.vendor, description=profile.description, package=package, device=device,
         env_prefix=prefix, sdk=profile.sdk, backend=profile.backend, compiler=profile.compiler,
         runtime=profile.runtime, vendor_kernels=profile.vendor_kernels, amp=profile.amp,
-        routing=profile.routing, route_backends=conf.route_backends,
+        routing=profile.routing, compile=profile.compile, route_backends=conf.route_backends,
         core_ops=conf.core_ops, torch_releases=conf.torch_releases)

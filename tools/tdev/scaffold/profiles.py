@@ -32,6 +32,7 @@ AMP_DTYPES = ("float16", "bfloat16")
 SIMULATOR_HEADER = "simrt/sim_runtime.h"
 MAX_PROFILE_BYTES = 4 * 1024 * 1024  # the shipped profiles are a few KB
 AmpDtype = Literal["float16", "bfloat16"]
+CompileKernels = Literal["none", "cpp"]
 
 
 class ProfileError(InputError):
@@ -113,6 +114,15 @@ class Amp:
 
 
 @dataclass(frozen=True)
+class Compile:
+    """torch.compile's kernels for the device (``compile:``): ``cpp``, inductor's C++ code
+    generator, the kernels run on the host's view of device memory (the runtime must declare
+    its ``host_alias`` call); ``none``, inductor leaves every operator to the device's ATen
+    kernels (``torch.compile(model, backend="<device>")``)."""
+    kernels: CompileKernels = "none"
+
+
+@dataclass(frozen=True)
 class VendorProfile:
     path: Path
     vendor: str
@@ -127,6 +137,7 @@ class VendorProfile:
     vendor_kernels: VendorKernels | None
     amp: Amp
     routing: tuple[tuple[str, str], ...]
+    compile: Compile = Compile()
     raw: dict = field(repr=False, default_factory=dict)
 
 
@@ -188,6 +199,7 @@ class _ProfileFile:
     vendor_kernels: VendorKernels | None = None
     amp: _AmpFile = conf(default_factory=_AmpFile)
     routing: Mapping[str, str] = conf(default_factory=dict)  # op: one of the route backends
+    compile: Compile = conf(default_factory=Compile)
     collectives: Any = None  # collectives_api.parse_collectives
 
 
@@ -281,7 +293,15 @@ def _profile(doc: Document, path: Path, d: dict) -> VendorProfile:
         env_prefix=f.package.upper() if f.env_prefix is None else f.env_prefix,
         sdk=f.sdk, backend=f.build.backend, compiler=f.build.compiler, runtime=runtime,
         vendor_kernels=_vendor_kernels(doc, f.vendor_kernels, runtime),
-        amp=_amp(doc, f.amp), routing=_routing(doc, f.routing), raw=d)
+        amp=_amp(doc, f.amp), routing=_routing(doc, f.routing),
+        compile=_compile(doc, f.compile, runtime), raw=d)
+
+
+def _compile(doc: Document, c: Compile, runtime: Runtime) -> Compile:
+    if c.kernels == "cpp" and "host_alias" not in runtime.calls:
+        doc.fail(("compile", "kernels"), "cpp kernels run on the host's view of device memory: "
+                 "the runtime must declare the host_alias call (runtime: calls:)")
+    return c
 
 
 def _runtime(doc: Document, r: _RuntimeFile) -> Runtime:

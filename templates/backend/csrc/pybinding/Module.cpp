@@ -147,6 +147,14 @@ PyObject* is_pinned(PyObject*, PyObject* arg) {
   return guarded([&] { return PyBool_FromLong(api::is_pinned(static_cast<uintptr_t>(ptr))); });
 }
 
+PyObject* host_address(PyObject*, PyObject* arg) {
+  const unsigned long long ptr = PyLong_AsUnsignedLongLong(arg);
+  if (PyErr_Occurred()) return nullptr;
+  return guarded([&] {
+    return PyLong_FromUnsignedLongLong(api::host_address(static_cast<std::uintptr_t>(ptr)));
+  });
+}
+
 PyObject* seal_storage(PyObject*, PyObject* arg) {
   const unsigned long long impl = PyLong_AsUnsignedLongLong(arg);
   if (PyErr_Occurred()) return nullptr;
@@ -290,6 +298,8 @@ PyMethodDef methods[] = {
     {"mem_get_info", mem_get_info, METH_O, "(free, total) bytes"},
     {"is_pinned", is_pinned, METH_O, "whether an address is in pinned host memory"},
     {"seal_storage", seal_storage, METH_O, "make a device storage non-resizable (torch.load)"},
+    {"host_address", host_address, METH_O,
+     "the host's address of device memory (0: the runtime gives the host no view of it)"},
     {"manual_seed", manual_seed, METH_VARARGS, "seed a device's default generator"},
     {"seed", seed, METH_O, "seed a device's default generator non-deterministically"},
     {"initial_seed", initial_seed, METH_O, ""},

@@ -20,6 +20,9 @@ void check_device(long long device);  // throws "<device>: invalid device ordina
 int exchange_device(int device);  // returns the previous device
 void synchronize(int device);     // -1: the current device
 bool runtime_initialized();       // whether this process has initialised the vendor runtime
+// the host's address of device memory, where the runtime gives the host a view of it (the
+// simulator); 0 where it does not
+std::uintptr_t host_address(std::uintptr_t device_ptr);
 
 // streams, as (stream_id, device_index, device_type) for torch.Stream(stream_id=..., ...)
 struct StreamRef {

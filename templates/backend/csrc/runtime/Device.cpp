@@ -87,5 +87,9 @@ void synchronize(int device) { device_synchronize(device_arg(device, true)); }
 
 bool runtime_initialized() { return hal::initialized(); }
 
+std::uintptr_t host_address(std::uintptr_t device_ptr) {
+  return reinterpret_cast<std::uintptr_t>(hal::host_alias(reinterpret_cast<void*>(device_ptr)));
+}
+
 }  // namespace api
 }  // namespace BACKEND_NS
