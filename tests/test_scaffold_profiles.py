@@ -301,3 +301,19 @@ def test_a_5000_digit_number_is_one_line_naming_the_file(tmp_path, capsys):
     assert main(["scaffold", "--vendor", str(path), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(path) in err and "digits" in err and len(err) < 300
+
+
+def test_ipc_calls_come_all_three_or_none(tmp_path):
+    """runtime.calls.ipc_*: a handle, its opening in another process and its closing; a profile
+    with only some of them is one line (the HAL would share memory it cannot release)."""
+    text = (vendors_dir() / "sim.yaml").read_text()
+    close = "    ipc_close_handle: {fn: simIpcCloseMemHandle, args: [ptr]}\n"
+    assert text.count(close) == 1
+    path = tmp_path / "chip.yaml"
+    path.write_text(text.replace(close, ""))
+    with pytest.raises(ProfileError) as e:
+        load_profile(str(path))
+    assert "runtime.calls: IPC needs ipc_get_handle, ipc_open_handle, ipc_close_handle; the " \
+           "profile has only ipc_get_handle, ipc_open_handle" in str(e.value), str(e.value)
+    assert "\n" not in str(e.value)
+    assert "ipc_get_handle" in load_profile("sim").runtime.calls

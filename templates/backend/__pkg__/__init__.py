@@ -85,6 +85,10 @@ from . import serialization  # noqa: E402
 
 serialization.register()  # torch.load: a saved storage too small for its tensor is refused
 
+from . import ipc  # noqa: E402
+
+ipc.register()  # device tensors sent through torch.multiprocessing (the runtime's IPC handles)
+
 from . import attention  # noqa: E402
 
 attention.register()  # SDPA on the device through the overrideable fused backend

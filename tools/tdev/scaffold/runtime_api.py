@@ -50,7 +50,13 @@ OPERATIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 OPTIONAL_OPERATIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "clear_error": (frozenset(), frozenset()),  # reset a sticky "last error" after an OOM
     "host_alias": (frozenset({"ptr", "out_ptr"}), frozenset()),  # host view of device memory
+    # IPC (all three or none): a handle to the allocation at ptr; that handle opened in another
+    # process (a device pointer there); closed
+    "ipc_get_handle": (frozenset({"out_handle", "ptr"}), frozenset()),
+    "ipc_open_handle": (frozenset({"out_ptr", "handle"}), frozenset()),
+    "ipc_close_handle": (frozenset({"ptr"}), frozenset()),
 }
+IPC_OPERATIONS = ("ipc_get_handle", "ipc_open_handle", "ipc_close_handle")
 INIT_OPERATION = (frozenset(), frozenset())  # `init`: a list of calls made once, in order
 QUERY_OPERATIONS = ("stream_query", "event_query")  # "not ready" by out_status or return value
 # error_string returns text; every other call returns the runtime's status type
@@ -173,6 +179,9 @@ def parse_calls(d: Any, key: KeyPath, decls: Declarations, status_type: str, suc
     for op in OPERATIONS:
         if op not in d:
             fail(key, f"missing operation {op!r}")
+    ipc = [op for op in IPC_OPERATIONS if op in d]
+    if ipc and len(ipc) != len(IPC_OPERATIONS):
+        fail(key, f"IPC needs {', '.join(IPC_OPERATIONS)}; the profile has only {', '.join(ipc)}")
     calls = {}
     for op, spec in d.items():
         if op == "init":

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <stdexcept>
+#include <string>
 
 #include "runtime/Config.h"
 
@@ -56,5 +57,13 @@ void mem_get_info(std::size_t* free, std::size_t* total);
 
 // The host's view of device memory, where the runtime has one (a simulator); else nullptr.
 void* host_alias(void* device_ptr);
+
+// IPC, where the profile declares the runtime's calls (runtime.calls.ipc_*): the handle (bytes)
+// of the allocation starting at ptr; that handle opened in another process, a device pointer
+// there, valid until closed (the owner keeps the allocation meanwhile).
+bool ipc_supported() noexcept;
+std::string ipc_get_handle(void* ptr);
+void* ipc_open_handle(const std::string& handle);
+void ipc_close_handle(void* ptr);
 
 }  // namespace BACKEND_NS::hal

@@ -81,4 +81,8 @@ void drain(simStream_st* s);          // waits for everything queued so far
 simStream_st* resolve(simStream_t stream);
 void sync_device(Device* d);
 
+// sim_ipc.cpp: device memory of another process opened here (simIpcOpenMemHandle)
+char* imported_view(const void* p, size_t n);  // the read-write view of [p, p + n), or nullptr
+bool is_imported_address(const void* p);
+
 }  // namespace simrt

@@ -45,7 +45,7 @@ char* device_view(const void* p, size_t n) {
     if (off + n > it->first + it->second) return nullptr;
     return d->host + off;
   }
-  return nullptr;
+  return imported_view(p, n);
 }
 
 bool is_device_address(const void* p) {
@@ -53,7 +53,7 @@ bool is_device_address(const void* p) {
   for (Device* d : *g_devices) {
     if (live(d) && c >= d->dev && c < d->dev + d->size) return true;
   }
-  return false;
+  return is_imported_address(p);
 }
 
 // Resolves both ends of a copy; device ends must be device memory, host ends must not be.

@@ -21,6 +21,10 @@ extern "C" {
 typedef int simError_t;
 typedef struct simStream_st* simStream_t;
 typedef struct simEvent_st* simEvent_t;
+// names a device allocation for another process (simIpcOpenMemHandle), as cudaIpcMemHandle_t
+typedef struct simIpcMemHandle_st {
+  char reserved[64];
+} simIpcMemHandle_t;
 
 enum simMemcpyKind {
   SIM_MEMCPY_HOST_TO_HOST = 0,
@@ -69,6 +73,11 @@ simError_t simMemGetInfo(size_t* free, size_t* total);
 const char* simGetErrorString(simError_t error);
 // The simulator's read-write view of a device address (what its "kernels" run on).
 simError_t simHostAlias(const void* devPtr, void** hostPtr);
+// IPC: a handle to the allocation starting at devPtr, opened by another process of the same
+// user (while the owner keeps the allocation) as device memory of its own; closed there.
+simError_t simIpcGetMemHandle(simIpcMemHandle_t* handle, void* devPtr);
+simError_t simIpcOpenMemHandle(void** devPtr, simIpcMemHandle_t handle);
+simError_t simIpcCloseMemHandle(void* devPtr);
 
 #ifdef __cplusplus
 }

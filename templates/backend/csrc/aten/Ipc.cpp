@@ -1,0 +1,94 @@
+// Device tensors shared between processes (PKG/ipc.py, torch.multiprocessing): the handle of a
+// tensor's storage from the runtime's IPC calls, and a storage over that handle opened in
+// another process. Two operators, torch.ops.<package>._ipc_handle(t) -> (handle, nbytes,
+// device) and _ipc_open(handle, nbytes, device) -> a uint8 tensor over the opened memory (closed
+// when its storage is freed). The handle travels as hex text.
+// Copied by tdev scaffold as it is: a plain source; the package's names come from runtime/Config.h.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/StorageImpl.h>
+#include <torch/library.h>
+
+#include <string>
+#include <tuple>
+
+#include "runtime/HAL.h"
+#include "runtime/Runtime.h"
+
+namespace BACKEND_NS {
+namespace {
+
+std::string to_hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+std::string from_hex(const std::string& text) {
+  auto value = [&](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    TORCH_CHECK(false, BACKEND_DEVICE ": an IPC handle is hex text, got '", c, "'");
+  };
+  TORCH_CHECK(text.size() % 2 == 0 && text.size() <= 1024,
+              BACKEND_DEVICE ": an IPC handle of ", text.size(), " hex digits");
+  std::string out(text.size() / 2, '\0');
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i] = static_cast<char>(value(text[2 * i]) * 16 + value(text[2 * i + 1]));
+  }
+  return out;
+}
+
+void close_opened(void* ptr) {
+  try {
+    hal::ipc_close_handle(ptr);
+  } catch (...) {  // a deleter must not throw; the mapping stays until the process exits
+  }
+}
+
+std::tuple<std::string, int64_t, int64_t> ipc_handle(const at::Tensor& self) {
+  TORCH_CHECK(self.defined() && self.device().type() == kDeviceType,
+              BACKEND_DEVICE ": _ipc_handle takes a " BACKEND_DEVICE " tensor");
+  TORCH_CHECK(hal::ipc_supported(), BACKEND_DEVICE ": the runtime has no IPC calls (the "
+              "profile declares none): device tensors cannot be shared between processes");
+  const c10::Storage& storage = self.storage();
+  void* base = storage.mutable_data();
+  const c10::DeviceIndex device = self.device().index();
+  TORCH_CHECK(base != nullptr, BACKEND_DEVICE ": an empty tensor has no memory to share");
+  TORCH_CHECK(device_of(base) == device,
+              BACKEND_DEVICE ": only tensors whose memory this process allocated can be shared "
+              "(this one was received from another process or adopted)");
+  DeviceScope scope(device);
+  device_synchronize(device);  // what is queued on the tensor is done before another reads it
+  return {to_hex(hal::ipc_get_handle(base)), static_cast<int64_t>(storage.nbytes()), device};
+}
+
+at::Tensor ipc_open(const std::string& handle, int64_t nbytes, int64_t device) {
+  const c10::DeviceIndex index = device_arg(device);
+  TORCH_CHECK(nbytes > 0, BACKEND_DEVICE ": _ipc_open of ", nbytes, " bytes");
+  DeviceScope scope(index);
+  void* ptr = hal::ipc_open_handle(from_hex(handle));
+  const c10::Device where(kDeviceType, index);
+  c10::Storage storage(c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), static_cast<std::size_t>(nbytes),
+      c10::DataPtr(ptr, ptr, &close_opened, where), nullptr, /*resizable=*/false));
+  at::Tensor out = at::empty({0}, at::TensorOptions().dtype(at::kByte).device(where));
+  return out.set_(storage, 0, {nbytes}, {1});
+}
+
+// the operators' namespace is the package's name, shared with other units (a fragment)
+const bool g_registered = [] {
+  static auto* lib = new torch::Library(torch::Library::FRAGMENT, BACKEND_PACKAGE, std::nullopt,
+                                        __FILE__, __LINE__);
+  lib->def("_ipc_handle(Tensor self) -> (str, int, int)", &ipc_handle);
+  lib->def("_ipc_open(str handle, int nbytes, int device) -> Tensor", &ipc_open);
+  return true;
+}();
+
+}  // namespace
+}  // namespace BACKEND_NS

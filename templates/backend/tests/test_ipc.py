@@ -1,0 +1,72 @@
+"""Device tensors shared between processes (the package's ipc.py, the runtime's IPC calls):
+sent to a child process through torch.multiprocessing, as a Queue item or a Process argument,
+the child works on the same device memory, so what it changes is seen here; what cannot be
+shared is refused in one line."""
+import pytest
+import torch
+import torch.multiprocessing as mp
+from multiprocessing.reduction import ForkingPickler
+
+from conftest import DEVICE, pkg
+
+CTX = mp.get_context("spawn")  # forked children may not use the device (torch.cuda's rule)
+TIMEOUT = 300
+
+
+def _add_from_queue(inbox, outbox):  # the child: changes what it received, reports what it saw
+    t, host = inbox.get()
+    before = t.cpu().tolist()
+    t.add_(1)
+    host.add_(1)  # a CPU tensor in shared memory, beside it: torch's own reducers still serve it
+    outbox.put((t.device.type, t.dtype, before, t.cpu().tolist()))
+
+
+def _mul_argument(t, outbox):
+    t.mul_(-2)
+    outbox.put(t.cpu().tolist())
+
+
+def _finish(process) -> None:
+    process.join(TIMEOUT)
+    if process.is_alive():
+        process.kill()
+        pytest.fail("the child did not finish")
+    assert process.exitcode == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16])
+def test_a_tensor_sent_through_a_queue_is_changed_there_and_seen_here(dtype):
+    base = torch.arange(12, device=DEVICE).to(dtype).view(3, 4)
+    view = base[1:, 1::2]  # an offset and strides: the child sees the same elements
+    inbox, outbox = CTX.Queue(), CTX.Queue()
+    child = CTX.Process(target=_add_from_queue, args=(inbox, outbox))
+    child.start()
+    host = torch.zeros(3).share_memory_()
+    inbox.put((view, host))
+    device_type, got_dtype, before, after = outbox.get(timeout=TIMEOUT)
+    _finish(child)
+    expected = torch.arange(12).to(dtype).view(3, 4)
+    assert (device_type, got_dtype) == (DEVICE, dtype)
+    assert before == expected[1:, 1::2].tolist()
+    expected[1:, 1::2] += 1
+    assert after == expected[1:, 1::2].tolist()
+    assert base.cpu().tolist() == expected.tolist()  # only the view's elements changed, here too
+    assert host.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_tensor_passed_to_a_process_is_changed_there_and_seen_here():
+    t = torch.ones(5, device=f"{DEVICE}:{pkg.device.device_count() - 1}")
+    outbox = CTX.Queue()
+    child = CTX.Process(target=_mul_argument, args=(t, outbox))
+    child.start()
+    assert outbox.get(timeout=TIMEOUT) == [-2.0] * 5
+    _finish(child)
+    assert t.cpu().tolist() == [-2.0] * 5 and t.device.index == pkg.device.device_count() - 1
+
+
+def test_what_cannot_be_shared_is_refused_in_one_line():
+    with pytest.raises(RuntimeError, match=f"Cannot pickle {DEVICE} storage"):
+        ForkingPickler.dumps(torch.ones(2, device=DEVICE).untyped_storage())
+    leaf = torch.ones(2, device=DEVICE, requires_grad=True)
+    with pytest.raises(RuntimeError, match="non-leaf tensor which requires_grad"):
+        ForkingPickler.dumps(leaf * 2)
