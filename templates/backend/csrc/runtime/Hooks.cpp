@@ -4,12 +4,15 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/core/VariableHooksInterface.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #if BACKEND_VENDOR_KEY_CUDA
 #include <ATen/detail/CUDAHooksInterface.h>
 #endif
 #include <c10/core/StorageImpl.h>
 #include <c10/util/Exception.h>
+#include <torch/library.h>
 
 #include <algorithm>
 #include <cstring>
@@ -218,8 +221,26 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
   }
 };
 
+// Autograd of an operator the device runs with no derivative of its own (a route gives a
+// composite operator a device kernel): torch's "autograd not implemented" fallback, which newer
+// torch releases register for AutogradPrivateUse1 themselves and older ones leave to the backend
+// (probed: registered here only where torch has none).
+void autograd_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                       torch::jit::Stack* stack) {
+  if (!at::impl::HasVariableHooks()) {
+    op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
+    return;
+  }
+  at::impl::GetVariableHooks()->basic_autograd_not_implemented_fallback(op, keys, stack);
+}
+
 const bool registered = [] {
   at::RegisterPrivateUse1HooksInterface(new Hooks());
+  constexpr auto kAutograd = c10::DispatchKey::AutogradPrivateUse1;
+  if (!c10::Dispatcher::singleton().hasBackendFallbackForDispatchKey(kAutograd)) {
+    static auto* lib = new torch::Library(torch::Library::IMPL, "_", kAutograd, __FILE__, __LINE__);
+    lib->fallback(torch::CppFunction::makeFromBoxedFunction<&autograd_fallback>());
+  }
   return true;
 }();
 

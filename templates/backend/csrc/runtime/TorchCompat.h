@@ -59,3 +59,6 @@
 // BACKEND_GUARD_NOEXCEPT(getStream(d))` (needs <c10/core/impl/DeviceGuardImplInterface.h>).
 #define BACKEND_GUARD_NOEXCEPT(call) \
   noexcept(noexcept(std::declval<const c10::impl::DeviceGuardImplInterface&>().call))
+
+// Decided when the package loads instead (Hooks.cpp): the AutogradPrivateUse1 fallback (torch's
+// "autograd not implemented" one), which torch 2.6 does not register and newer releases do.
