@@ -289,6 +289,15 @@ def write_problem(path: str | os.PathLike) -> str | None:
     return f"{parent} is on a read-only file system" if read_only else f"{parent}: permission denied"
 
 
+def write_output(path: str | Path, data: bytes | str) -> None:
+    """:func:`write_atomic` for an output named on a command line (the mode any new file gets):
+    a failure to write is bad input naming the path and why, not a traceback."""
+    try:
+        write_atomic(path, data)
+    except OSError as e:
+        raise InputError(os.fsdecode(path), f"cannot write: {e.strerror or e}") from None
+
+
 def check_writable(path: str | os.PathLike) -> None:
     """:func:`write_problem` as bad input naming the path."""
     problem = write_problem(path)

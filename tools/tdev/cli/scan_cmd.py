@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from basekit.errors import EXIT_FAILED, EXIT_OK, InputError, exit_codes_epilog
+from basekit.errors import EXIT_FAILED, EXIT_OK, exit_codes_epilog
 
 HELP = """Classify every file of a PyTorch checkout and say why.
 
@@ -74,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
     if args.kind:
         result.files = [f for f in result.files if f.kind == args.kind]
     if args.output:
+        from basekit.fs import write_output
+
         write_output(args.output, json.dumps(result.to_json(), indent=1) + "\n")
     if args.json:
         json.dump(result.to_json(), sys.stdout, indent=1)
@@ -87,16 +89,6 @@ def run(args: argparse.Namespace) -> int:
     if len(result.warnings) > 20 and not args.json:
         print(f"warning: ... and {len(result.warnings) - 20} more (see --json)", file=sys.stderr)
     return EXIT_FAILED if args.fail_on_warnings and result.warnings else EXIT_OK
-
-
-def write_output(path: Path, text: str) -> None:
-    """Write ``text`` atomically, with the mode any new file gets (0666 less the umask)."""
-    from basekit.fs import write_atomic
-
-    try:
-        write_atomic(path, text)
-    except OSError as e:
-        raise InputError(path, f"cannot write: {e.strerror or e}") from None
 
 
 def render_summary(result) -> None:
