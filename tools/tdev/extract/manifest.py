@@ -150,6 +150,31 @@ class VerifyResult:
                 "reasons": self.reasons, "torch": self.torch}
 
 
+def hash_listed(out: Path, entries, res: VerifyResult, refused) -> set[str]:
+    """Each listed file (``entries``: ``.path``, ``.sha256``, ``.size``) under ``out`` hashed
+    into ``res`` (missing, changed with the reason, checked); returns the paths found intact.
+    A path leaving ``out`` raises ``refused(message)``."""
+    intact: set[str] = set()
+    for e in entries:
+        try:
+            p = safe_join(out, e.path)
+        except PathEscapeError as err:
+            raise refused(f"refused: {err}") from None
+        got = _hash_regular(p)
+        if got is None:
+            res.missing.append(e.path)
+        elif isinstance(got, str):
+            res.changed.append(e.path)
+            res.reasons[e.path] = got
+        else:
+            res.checked += 1
+            if got != (e.sha256, e.size):
+                res.changed.append(e.path)
+            else:
+                intact.add(e.path)
+    return intact
+
+
 def _hash_regular(path: Path) -> tuple[str, int] | str | None:
     """(sha256, size) of the regular file ``path``; None when it is missing; otherwise why it is
     not a regular file. The last component is not followed (a listed path that became a symlink
@@ -189,24 +214,7 @@ def verify(out: str | Path) -> VerifyResult:
         raise ManifestError(out / MANIFEST_NAME, f"lists no files (tdev extract always lists at least "
                                                  f"{REPORT_NAME}); not a manifest tdev wrote")
     res = VerifyResult(str(out), torch=m.torch, raw=m.raw)
-    intact: set[str] = set()
-    for e in m.entries:
-        try:
-            p = safe_join(out, e.path)
-        except PathEscapeError as err:
-            raise ManifestError(out / MANIFEST_NAME, f"refused: {err}") from None
-        got = _hash_regular(p)
-        if got is None:
-            res.missing.append(e.path)
-        elif isinstance(got, str):
-            res.changed.append(e.path)
-            res.reasons[e.path] = got
-        else:
-            res.checked += 1
-            if got != (e.sha256, e.size):
-                res.changed.append(e.path)
-            else:
-                intact.add(e.path)
+    intact = hash_listed(out, m.entries, res, lambda err: ManifestError(out / MANIFEST_NAME, err))
     from .manifest_check import check  # the fields no digest covers
 
     check(m, out, str(out / MANIFEST_NAME), intact)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tdev.standalone.estimate import PlanReport
+from tdev.standalone.estimate import PlanReport, format_seconds
 
 from .html import esc, page
 
@@ -20,14 +20,6 @@ BUILD_CSS = """
 .sw.selected { background: var(--cuda); } .sw.buildable { background: #3465a4; }
 .sw.plan-only { background: var(--generic); }
 """
-
-
-def _fmt(seconds: float) -> str:
-    if seconds >= 3600:
-        return f"{seconds / 3600:.1f} h"
-    if seconds >= 60:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds:.1f} s"
 
 
 def _status(s) -> str:
@@ -51,12 +43,12 @@ def bars(report: PlanReport) -> list[Bar]:
         seconds = getattr(report, "stage1_serial_s", 0.0)
         out.append(Bar("stage 1: c10", stage1_units, seconds, "selected",
                        f"stage 1: c10 from {getattr(report, 'stage1_tree', None) or 'the tree'}, "
-                       f"{stage1_units} units, about {_fmt(seconds)} of compiling"))
+                       f"{stage1_units} units, about {format_seconds(seconds)} of compiling"))
     for s in report.sets:
         out.append(Bar(s.name, s.units + s.generated, s.estimate_s, _status(s), (
             f"{s.name}: {s.units} units ({s.cu} .cu, {s.cpp} .cpp) + {s.generated} generated; "
             f"{s.built} built by this build, {s.excluded} excluded by settings, {s.not_needed} "
-            f"not needed by the op list; {s.measured} measured; about {_fmt(s.estimate_s)} of "
+            f"not needed by the op list; {s.measured} measured; about {format_seconds(s.estimate_s)} of "
             "compiling" + (f"; plan only: {s.why}" if not s.buildable else ""))))
     return out
 
@@ -74,7 +66,7 @@ def _bars(rows: list[Bar]) -> str:
                      f"({r.units})</text>"
                      f"<rect class=\"bar {r.status}\" x=\"{label_w}\" y=\"{y + 2}\" width=\"{w:.1f}\" "
                      f"height=\"{ROW - 8}\"/><text x=\"{label_w + w + 6:.1f}\" y=\"{y + 15}\">"
-                     f"{esc(_fmt(r.seconds))}</text></g>")
+                     f"{esc(format_seconds(r.seconds))}</text></g>")
     parts.append("</svg>")
     return "".join(parts)
 
@@ -87,7 +79,7 @@ def render_build_plan_page(report: PlanReport) -> str:
         f"<tr><td>{esc(s.name)}</td><td class=\"n\">{s.units}</td><td class=\"n\">{s.cu}</td>"
         f"<td class=\"n\">{s.cpp}</td><td class=\"n\">{s.generated}</td><td class=\"n\">{s.built}</td>"
         f"<td class=\"n\">{s.excluded}</td><td class=\"n\">{s.not_needed}</td><td class=\"n\">{s.measured}</td>"
-        f"<td class=\"n\">{esc(_fmt(s.estimate_s))}</td><td>{_status(s)}"
+        f"<td class=\"n\">{esc(format_seconds(s.estimate_s))}</td><td>{_status(s)}"
         f"{': ' + esc(s.why) if not s.buildable else ''}</td></tr>" for s in report.sets)
     settings = "".join(f"<li><code>{esc(st.name)}={'ON' if st.on else 'OFF'}</code> ({esc(st.source)})"
                        + (f": leaves out {len(st.removes)} units" if st.removes else "") + "</li>"
@@ -97,9 +89,9 @@ def render_build_plan_page(report: PlanReport) -> str:
     notes = "".join(f"<li>{esc(n)}</li>" for n in report.notes)
     body = (f"<header><h1>{esc(title)}</h1><div class=\"path\">{esc(report.manifest)} (stage 1: "
             f"{esc(stage1)})</div></header><main>"
-            f"<p id=\"selected\">This build: {report.selected_units} units, {_fmt(report.selected_serial_s)} "
-            f"of compiling, about {_fmt(report.selected_wall_s)} with {report.jobs} jobs. Every buildable "
-            f"set: {_fmt(report.serial_s or 0)} of compiling, about {_fmt(report.wall_s or 0)}.</p>"
+            f"<p id=\"selected\">This build: {report.selected_units} units, {format_seconds(report.selected_serial_s)} "
+            f"of compiling, about {format_seconds(report.selected_wall_s)} with {report.jobs} jobs. Every buildable "
+            f"set: {format_seconds(report.serial_s or 0)} of compiling, about {format_seconds(report.wall_s or 0)}.</p>"
             "<div class=\"legend\"><span><i class=\"sw selected\"></i>selected</span><span><i class=\"sw "
             "buildable\"></i>buildable</span><span><i class=\"sw plan-only\"></i>plan only</span></div>"
             f"<p>Each target set (and stage 1, when this build compiles it), its bar as long as its "

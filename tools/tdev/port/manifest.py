@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from basekit.docread import BadInput, load_json_text, read_regular
-from basekit.fs import PathEscapeError, safe_join, relpath_problem
-from tdev.extract.manifest import VerifyResult, _hash_regular, sha256, walk
+from basekit.fs import relpath_problem
+from tdev.extract.manifest import VerifyResult, hash_listed, sha256, walk
 
 SCHEMA = 1
 TOOL = "tdev port"
@@ -79,21 +79,7 @@ def verify(out: str | Path) -> VerifyResult:
     out = Path(out)
     doc, listed, raw = load(out)
     res = VerifyResult(str(out), torch=doc.get("extraction", {}).get("torch", {}), raw=raw)
-    for e in listed:
-        try:
-            p = safe_join(out, e.path)
-        except PathEscapeError as err:
-            raise PortManifestError(out / MANIFEST_NAME, f"refused: {err}") from None
-        got = _hash_regular(p)
-        if got is None:
-            res.missing.append(e.path)
-        elif isinstance(got, str):
-            res.changed.append(e.path)
-            res.reasons[e.path] = got
-        else:
-            res.checked += 1
-            if got != (e.sha256, e.size):
-                res.changed.append(e.path)
+    hash_listed(out, listed, res, lambda err: PortManifestError(out / MANIFEST_NAME, err))
     names = {e.path for e in listed}
     dirs = {p.rsplit("/", 1)[0] for p in names if "/" in p}
     parents = set()

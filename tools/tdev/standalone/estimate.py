@@ -321,7 +321,7 @@ def render(report: PlanReport) -> str:
         if s.excluded or s.not_needed:
             status += f" ({s.excluded} excluded by settings, {s.not_needed} not needed by the op list)"
         lines.append(f"  {s.name:<24}{s.units:>6}{s.cu:>6}{s.cpp:>6}{s.built:>7}{s.measured:>10}"
-                     f"{_fmt(s.estimate_s):>13}  {status}")
+                     f"{format_seconds(s.estimate_s):>13}  {status}")
     if report.unassigned:
         lines.append(f"  {'(in no set)':<24}{len(report.unassigned):>6}")
     for st in report.settings:
@@ -335,14 +335,14 @@ def render(report: PlanReport) -> str:
             "measured" else "default, nothing measured yet)"))
     if report.stage1_tree is not None:
         lines.append(f"  stage 1: c10 from {report.stage1_tree}: {report.stage1_units} unit(s), "
-                     f"{_fmt(report.stage1_serial_s)} of compiling")
+                     f"{format_seconds(report.stage1_serial_s)} of compiling")
     of_stage1 = f" ({report.stage1_units} of them stage 1's)" if report.stage1_units else ""
     lines.append(f"  this build: {report.selected_units} unit(s){of_stage1}, "
-                 f"{_fmt(report.selected_serial_s)} of compiling, about "
-                 f"{_fmt(report.selected_wall_s)} with {report.jobs} job(s)")
+                 f"{format_seconds(report.selected_serial_s)} of compiling, about "
+                 f"{format_seconds(report.selected_wall_s)} with {report.jobs} job(s)")
     if report.serial_s is not None:
-        lines.append(f"  estimate: {_fmt(report.serial_s)} of compiling, about "
-                     f"{_fmt(report.wall_s or 0)} with {report.jobs} job(s) (every buildable set)")
+        lines.append(f"  estimate: {format_seconds(report.serial_s)} of compiling, about "
+                     f"{format_seconds(report.wall_s or 0)} with {report.jobs} job(s) (every buildable set)")
     lines += [f"  note: {n}" for n in report.notes]
     return "\n".join(lines)
 
@@ -378,7 +378,8 @@ def _kind(unit: str) -> str:
     return "cu" if cu else "cpp"
 
 
-def _fmt(seconds: float) -> str:
+def format_seconds(seconds: float) -> str:
+    """A duration as people read it: seconds, minutes or hours, one decimal."""
     if seconds >= 3600:
         return f"{seconds / 3600:.1f} h"
     if seconds >= 60:
