@@ -34,7 +34,7 @@ and what a user reads for bad input (``basekit.errors.InputError``, exit code 2)
 
 The document is read within ``basekit.docread``'s bounds (regular file, size, depth, aliases)
 and parsed once; line numbers are looked up from the composed nodes only when there is an
-error, so a good document costs no more than ``yaml.load``. Hand-written (issue 14): cattrs and
+error, so a good document costs no more than ``yaml.load``. Hand-written: cattrs and
 pydantic convert as well, but neither reports YAML lines, and both are dependencies (pydantic a
 compiled one) for about two hundred lines.
 

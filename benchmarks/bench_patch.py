@@ -7,7 +7,7 @@ work, not the start-up, decides. git gets the patches that apply to the tree's v
 
     python benchmarks/bench_patch.py [--runs N] [--torch-src PATH] [--strict]
 
-Targets (issue 4): verify <= 1 s, and within 2x of `git apply --check`. Three figures:
+Targets: verify <= 1 s, and within 2x of `git apply --check`. Three figures:
 
 * ``verify (library)``: ``tdev.patch.ops.check`` in this process: what `tdev patch verify`
   does after start-up (read the series, parse it, read and check the files);

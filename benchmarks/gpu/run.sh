@@ -1,5 +1,5 @@
 #!/bin/bash
-# The GPU run of issue 7 on the device machine (torch with CUDA, nvcc, no network): scaffold
+# The generated cuda package on the device machine (torch with CUDA, nvcc, no network): scaffold
 # the cuda package and build it there, then the steps named (default: all, in this order):
 #   build      tdev scaffold --vendor cuda; pip install (CXX=/usr/bin/g++, see docs/scaffold.md)
 #   tests      the generated tests, vendor routes only (FlagGems not importable)

@@ -1,4 +1,4 @@
-"""The link check of a standalone torch_cuda build (issue 12): closure and coverage.
+"""The link check of a standalone torch_cuda build: closure and coverage.
 
 Pure core: symbol tables in (:mod:`tdev.elf.symbols`, from ELF files or dumps), typed results
 out. Where the tables come from (stage 1, the CUDA libraries, the system) is

@@ -37,8 +37,8 @@ TIMES_FILE = Path(".wrapped-cmake") / "unit-times.json"
 #             native/cudnn/RNN 8.1 -> 6.6 s
 #   registration: RegisterCUDA.cpp of the ci op list (selective, 13 registrations) REG_S s;
 #             a shard of the full RegisterCUDA is several times that
-#   attention: flash/mem-eff attention kernels, 160-190 s each (the feasibility trial of
-#             issue 12, 2.14.1 on this machine; not re-measured) -> 175 s
+#   attention: flash/mem-eff attention kernels, 160-190 s each (a trial build,
+#             torch 2.14.1 on this machine; not re-measured) -> 175 s
 #   csrc:     torch/csrc's units against the wheel (torch_cuda_framework, the real _CUDAC, the
 #             AOTInductor shim): median of 42 units 9.0 s (cold, no ccache, -j2 on the idle
 #             2 cores: c10d/NanCheck.cu 57.6, ProcessGroupNCCL 41.4, cuda/Module 21.2,
