@@ -43,7 +43,7 @@ def test_unknown_backend_lists_the_known_ones():
     with pytest.raises(InputError) as e:
         load_profile("cudda", {})
     assert "unknown backend 'cudda' (did you mean 'cuda'?)" in str(e.value)
-    assert "ascend, cuda, metax, sim" in str(e.value)
+    assert "ascend, cuda, hip, maca, metax, musa, sim" in str(e.value)
 
 
 def _write(tmp_path: Path, name: str, mutate) -> Path:

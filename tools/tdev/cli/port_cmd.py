@@ -136,3 +136,46 @@ def _derive(args) -> int:
     write_atomic(args.out, render(doc))
     print(f"{args.out}: {len(doc['names'])} names from {doc['source']} (sha256 {doc['sha256'][:12]})")
     return EXIT_OK
+
+
+class PortedSource:
+    """A ``tdev port --to NAME`` output (PORT_MANIFEST.json, no CMakeLists.txt) built with
+    ``--backend NAME``: wrapped-cmake's source builder (entry point group
+    ``wrapped_cmake.sources``), one per shipped port profile."""
+    title = ("ported tree build (--source is a `tdev port` output; --plan: its units, compilers, "
+             "flags and libraries; docs/port.md)")
+
+    def __init__(self, backend: str):
+        self.backend = backend
+        self.name = f"torch_{backend}"
+        self.usage = f"--backend {backend} --source <a `tdev port --to {backend}` output>"
+
+    def add_options(self, group, command: str) -> None:
+        if command == "build":
+            group.add_argument("--plan", action="store_true", help="print the translation "
+                               "units of the build and what compiles them, then stop")
+
+    def handles(self, source: Path) -> bool:
+        from tdev.port.build import ported_tree_profile
+        return ported_tree_profile(source) == self.backend
+
+    def run(self, request) -> int:
+        from tdev.port import build
+        from wrapped_cmake.profile import load_profile
+
+        args = request.args
+        backend = load_profile(request.settings.backend)
+        if args.command != "build":
+            raise InputError(f"wrapped-cmake {args.command}", f"a `tdev port` tree supports "
+                             f"`build --plan` (and `build`, which needs the {backend.name} SDK)")
+        if getattr(args, "plan", False):
+            plan = build.make_plan(args.source, backend)
+            print(json.dumps(plan.to_dict(), indent=2) if args.json else build.render(plan))
+            return EXIT_OK
+        compiler = build.require_sdk(backend)  # no SDK: one line, exit 2
+        print(f"wrapped-cmake: {compiler} found, but tdev writes no CMake project for a ported "
+              f"tree yet: `--plan` lists what it would compile", file=sys.stderr)
+        return EXIT_FAILED
+
+
+HIP_SOURCE, MACA_SOURCE, MUSA_SOURCE = (PortedSource(n) for n in ("hip", "maca", "musa"))

@@ -1,0 +1,125 @@
+"""The build of a ported tree: wrapped-cmake's hip, maca and musa backend profiles, their
+libraries named as the port profiles name CUDA's, `wrapped-cmake build --plan` of the real 2.6.0
+extraction's ports (every unit a torch_cuda build compiles, under its ported name, with the
+compiler the backend gives it), and a build without the vendor SDK stopping with one line."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from basekit.errors import InputError
+from tdev.port.build import require_sdk
+from tdev.port.profile import load_named
+from tdev.port.rewrite import Porter
+from wrapped_cmake.profile import load_profile
+
+from support.extract import tdev
+from support.port import extract
+
+BACKENDS = ("hip", "maca", "musa")
+COMPILERS = {"hip": "hipcc", "maca": "mxcc", "musa": "mcc"}
+# one API name of each CUDA library; the port profile's rename of it names the vendor library
+CUDA_API = {"cudart": ("cudaMalloc", "Malloc"), "cublas": ("cublasCreate", "Create"),
+            "cublasLt": ("cublasLtCreate", "Create"), "cusparse": ("cusparseCreate", "Create"),
+            "cufft": ("cufftPlan1d", "Plan1d"), "curand": ("curandCreateGenerator", "CreateGenerator"),
+            "cusolver": ("cusolverDnCreate", "DnCreate"), "cudnn": ("cudnnCreate", "Create"),
+            "nccl": ("ncclCommInitRank", "CommInitRank")}
+# the hip profile keeps these names (RCCL implements NCCL's API; hipify leaves cuDNN's calls)
+KEPT = {"hip": {"cudnn", "nccl"}, "maca": set(), "musa": set()}
+SOURCES_ENV = {"WCMAKE_SOURCES": ",".join(f"tdev.cli.port_cmd:{n.upper()}_SOURCE" for n in BACKENDS)}
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_backend_libraries_are_the_port_profiles_names(name):
+    backend, porter = load_profile(name, {}), Porter.of(load_named(name))
+    assert backend.device_compiler.names == (COMPILERS[name],)
+    libs = [lib.lower() for lib in backend.libraries]
+    kept = set()
+    for lib, (api, suffix) in CUDA_API.items():
+        hit = porter._replace_name(api)
+        if hit is None:
+            kept.add(lib)
+            continue
+        stem = hit[0][: -len(suffix)].lower()
+        assert any(stem in lib_ for lib_ in libs), (lib, stem, libs)
+    assert kept == KEPT[name]
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_no_sdk_is_one_line_naming_the_compiler(name, tmp_path):
+    with pytest.raises(InputError) as e:
+        require_sdk(load_profile(name, {}), {"PATH": str(tmp_path)})
+    text = str(e.value)
+    assert "\n" not in text and COMPILERS[name] in text and f"the {name} SDK is not installed" in text
+
+
+def test_a_compiler_in_the_sdk_root_is_found(tmp_path):
+    cc = tmp_path / "rocm" / "bin" / "hipcc"
+    cc.parent.mkdir(parents=True)
+    cc.write_text("#!/bin/sh\n")
+    cc.chmod(0o755)
+    assert require_sdk(load_profile("hip", {}), {"PATH": "", "ROCM_PATH": str(tmp_path / "rocm")}) == str(cc)
+
+
+def wcmake(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "wrapped_cmake", *args], capture_output=True,
+                          text=True, env={**os.environ, **SOURCES_ENV, **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def ported(pytorch_tree, tmp_path_factory):
+    work = tmp_path_factory.mktemp("portbuild")
+    ext = extract(pytorch_tree, work / "torch_cuda")
+    for name in BACKENDS:
+        r = tdev("port", str(ext), "--to", name, "--out", str(work / f"torch_{name}"))
+        assert r.returncode == 0, r.stderr[-2000:]
+    return ext, work
+
+
+@pytest.mark.realtree
+@pytest.mark.slow
+@pytest.mark.parametrize("name", BACKENDS)
+def test_plan_accounts_for_every_unit_of_the_torch_cuda_build(ported, name):
+    from tdev.standalone.inputs import default_overlay, load_extraction
+    from tdev.standalone.targets import load_target_sets
+
+    ext, work = ported
+    tree = work / f"torch_{name}"
+    r = wcmake("build", "--backend", name, "--source", str(tree), "--plan", "--json")
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(r.stdout)
+    manifest = load_extraction(ext)
+    sets = load_target_sets(default_overlay() / "targets.yaml")
+    expected = sets.translation_units(manifest)
+    assert sorted(u["original"] for u in plan["units"]) == expected  # each once, none more
+    ported_of = {f["source"]: f["path"] for f in json.loads((tree / "PORT_MANIFEST.json").read_text())["files"]}
+    backend = load_profile(name, {})
+    assigned = sets.assign(expected)
+    for u in plan["units"]:
+        assert u["extracted"] == manifest.sources[u["original"]].path
+        assert u["path"] == ported_of[u["extracted"]] and (tree / u["path"]).is_file()
+        assert u["compiler"] == ("device" if u["path"].endswith(backend.device_suffixes) else "host")
+        assert u["target_set"] == assigned[u["original"]]
+    # the CUDA units of the extraction are the device units of the port
+    assert sum(u["compiler"] == "device" for u in plan["units"]) == sum(
+        u["original"].endswith(".cu") for u in plan["units"]) > 0
+    assert sum(n["device"] + n["host"] for n in plan["sets"].values()) == len(expected)
+    assert plan["libraries"] == list(backend.libraries) and plan["device_compiler_found"] is None
+
+
+@pytest.mark.realtree
+@pytest.mark.slow
+def test_build_without_the_sdk_and_with_the_wrong_backend_are_one_line(ported, tmp_path):
+    _, work = ported
+    r = wcmake("build", "--backend", "musa", "--source", str(work / "torch_musa"),
+               env={"PATH": f"{tmp_path}:{os.path.dirname(sys.executable)}", "MCC": "", "MUSA_HOME": ""})
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "mcc not found" in r.stderr
+    r = wcmake("build", "--backend", "hip", "--source", str(work / "torch_musa"), "--plan")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "PORT_MANIFEST.json" in r.stderr and "--backend musa" in r.stderr
