@@ -123,3 +123,47 @@ def test_build_without_the_sdk_and_with_the_wrong_backend_are_one_line(ported, t
     r = wcmake("build", "--backend", "hip", "--source", str(work / "torch_musa"), "--plan")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert "PORT_MANIFEST.json" in r.stderr and "--backend musa" in r.stderr
+
+
+# ---- tdev port --check: a sample of units against CUDA runtime declarations ported by the profile
+
+def test_check_takes_only_out(tmp_path):
+    r = tdev("port", str(tmp_path), "--check", "--out", str(tmp_path))
+    assert r.returncode == 2 and r.stderr.strip() == "tdev: --check: takes only --out (and --json)"
+    r = tdev("port", "--check", "--out", str(tmp_path))
+    assert r.returncode == 2 and "PORT_MANIFEST.json" in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+def check(tree: Path) -> tuple[subprocess.CompletedProcess, dict]:
+    r = tdev("port", "--check", "--out", str(tree), "--json")
+    return r, json.loads(r.stdout)
+
+
+@pytest.mark.realtree
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["hip", "musa", pytest.param("maca", marks=pytest.mark.xfail(
+    strict=True, reason="the maca profile keeps CUDA's file names but renames the include of the "
+    "build-generated c10/cuda/impl/cuda_cmake_macros.h to mc_cmake_macros.h"))])
+def test_check_passes_on_the_ported_runtime_units(ported, name):
+    _, work = ported
+    r, doc = check(work / f"torch_{name}")
+    assert doc["against"] == "declared" and len(doc["units"]) == 4
+    assert [u["output"] for u in doc["units"] if not u["ok"]] == [] and r.returncode == 0
+    text = tdev("port", "--check", "--out", str(work / f"torch_{name}")).stdout
+    assert f"NOT the {name} SDK: 4/4 units OK" in text
+
+
+@pytest.mark.realtree
+@pytest.mark.slow
+def test_check_fails_a_unit_that_calls_an_undeclared_name(ported, tmp_path):
+    import shutil
+    _, work = ported
+    tree = tmp_path / "torch_musa"
+    shutil.copytree(work / "torch_musa", tree)
+    unit = tree / "torch_musa/csrc/c10/musa/MUSAException.cpp"
+    unit.write_text(unit.read_text() + "\nvoid check_me() { (void)musaNoSuchCall(0); }\n")
+    r, doc = check(tree)
+    assert r.returncode == 1
+    failed = [u for u in doc["units"] if not u["ok"]]
+    assert [u["path"] for u in failed] == ["torch_musa/csrc/c10/musa/MUSAException.cpp"]
+    assert "musaNoSuchCall" in failed[0]["output"]

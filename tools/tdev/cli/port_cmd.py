@@ -25,8 +25,8 @@ wrote them stop the run (exit 1, listed) unless --discard-changes; files tdev di
 are kept."""
 
 EPILOG = exit_codes_epilog(
-    ok="ported (or verified)",
-    failed="--verify found missing, changed or unexpected files; or DIR holds files edited since "
+    ok="ported (or verified, or checked)",
+    failed="--verify found missing, changed or unexpected files; --check: a unit failed; or DIR holds files edited since "
            "tdev wrote them: nothing written",
     usage="bad input: not an extraction, an unknown or malformed profile (file:line), renames "
           "that collide, an output directory tdev did not write") + """
@@ -34,7 +34,8 @@ EPILOG = exit_codes_epilog(
 examples:
   tdev port third_device/torch_cuda --to hip --out third_device/torch_hip
   tdev port third_device/torch_cuda --to musa --dry-run | less
-  tdev port --verify --out third_device/torch_hip"""
+  tdev port --verify --out third_device/torch_hip
+  tdev port --check --out third_device/torch_musa"""
 
 
 def register(sub) -> None:
@@ -46,6 +47,9 @@ def register(sub) -> None:
     p.add_argument("--out", type=Path, help="the ported tree (default: torch_<profile> beside EXTRACTION)")
     p.add_argument("--dry-run", action="store_true", help="print the changes as a diff, write nothing")
     p.add_argument("--verify", action="store_true", help="re-hash a ported tree against its manifest")
+    p.add_argument("--check", action="store_true", help="syntax-check a sample of a ported tree's units "
+                   "(g++ -fsyntax-only) against CUDA runtime declarations ported by its profile, not the "
+                   "vendor's SDK (none is needed)")
     p.add_argument("--discard-changes", action="store_true", help="replace files edited since tdev "
                    "wrote them")
     p.add_argument("--json", action="store_true", help="print one JSON document")
@@ -57,6 +61,10 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.derive_hip:
         return _derive(args)
+    if args.check:
+        if args.extraction is not None or args.to or args.dry_run or args.verify or args.out is None:
+            raise InputError("--check", "takes only --out (and --json)")
+        return _check(args)
     if args.verify:
         if args.extraction is not None or args.to or args.dry_run or args.out is None:
             raise InputError("--verify", "takes only --out (and --json)")
@@ -123,6 +131,22 @@ def _verify(args) -> int:
                 print(f"{kind:10} {p}")
         if res.ok:
             print(f"{res.checked} files match the manifest")
+    return EXIT_OK if res.ok else EXIT_FAILED
+
+
+def _check(args) -> int:
+    from tdev.port.check import check_tree
+
+    res = check_tree(args.out)
+    if args.json:
+        json.dump(res.to_json(), sys.stdout, indent=1)
+        print()
+    else:
+        for u in res.units:
+            print(f"{'ok' if u.ok else 'FAILED':7} {u.path}")
+            if not u.ok:
+                print("\n".join("        " + line for line in u.output.splitlines()[:20]))
+        print(res.describe())
     return EXIT_OK if res.ok else EXIT_FAILED
 
 
