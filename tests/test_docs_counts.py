@@ -102,22 +102,23 @@ HEADERS = Path(os.environ.get("TDEV_ASCEND_HEADERS") or Path.home() / ".cache/td
 _SDK_LINE = r"against them\): (\d+)/\d+ units OK"
 
 
-def _units(vendor: str, tmp_path: Path) -> tuple[Path, int]:
-    """A package of ``vendor`` rendered here, and how many C++ units `--check` compiles of it."""
+def _units(vendor: str, tmp_path: Path, capsys) -> tuple[Path, int, int]:
+    """A package of ``vendor`` rendered here, how many C++ units `--check` compiles of it and
+    how many files scaffold says it wrote."""
     from tdev.cli.main import main
     out = tmp_path / f"torch_{vendor}"
     assert main(["scaffold", "--vendor", vendor, "--out", str(out)]) == 0
-    return out, len([p for p in (out / "csrc").rglob("*.cpp") if "simulator" not in p.parts])
+    written = int(re.search(r"\((\d+) files\)", capsys.readouterr().out).group(1))
+    return out, len([p for p in (out / "csrc").rglob("*.cpp") if "simulator" not in p.parts]), written
 
 
 def test_unit_counts_of_the_vendor_checks(tmp_path, capsys):
     """The metax check compiles every unit; with an SDK the ascend check adds the conformance
     unit. Rendering is enough to count them: the compiles are the slow test's."""
-    _, metax = _units("metax", tmp_path)
-    _, ascend = _units("ascend", tmp_path)
-    capsys.readouterr()
+    _, metax, metax_files = _units("metax", tmp_path, capsys)
+    _, ascend, _ = _units("ascend", tmp_path, capsys)
     sdk = ascend + 1
-    check("tutorial.md", {r"\(not the metax SDK\): (\d+)/\d+ units OK": metax,
+    check("tutorial.md", {r"vendor metax \((\d+) files\)": metax_files,r"\(not the metax SDK\): (\d+)/\d+ units OK": metax,
                           r"\(not the metax SDK\): \d+/(\d+) units OK": metax,
                           _SDK_LINE: sdk, r"against them\): \d+/(\d+) units OK": sdk,
                           r"The (\d+) units are the package's": sdk,
@@ -131,8 +132,7 @@ def test_unit_counts_of_the_vendor_checks(tmp_path, capsys):
 def test_declarations_the_ascend_check_states(tmp_path, capsys):
     from tdev.scaffold.check import CONFORMANCE_UNIT, syntax_check
 
-    out, _ = _units("ascend", tmp_path)
-    capsys.readouterr()
+    out, _, _ = _units("ascend", tmp_path, capsys)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ASCEND_HOME": str(HEADERS)}
     conformance = syntax_check(out, jobs=1, env=env, only=(CONFORMANCE_UNIT,))  # one unit
     assert [u.source for u in conformance.units] == [CONFORMANCE_UNIT] and conformance.units[0].ok, \
