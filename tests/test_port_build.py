@@ -103,12 +103,13 @@ def test_plan_accounts_for_every_unit_of_the_torch_cuda_build(ported, name):
     for u in plan["units"]:
         assert u["extracted"] == manifest.sources[u["original"]].path
         assert u["path"] == ported_of[u["extracted"]] and (tree / u["path"]).is_file()
-        assert u["compiler"] == ("device" if u["path"].endswith(backend.device_suffixes) else "host")
+        assert u["compiler"] == ("device" if u["path"].endswith(backend.device_suffixes) else
+                                 "host" if u["path"].endswith((".cpp", ".cc", ".c")) else "none")
         assert u["target_set"] == assigned[u["original"]]
     # the CUDA units of the extraction are the device units of the port
     assert sum(u["compiler"] == "device" for u in plan["units"]) == sum(
         u["original"].endswith(".cu") for u in plan["units"]) > 0
-    assert sum(n["device"] + n["host"] for n in plan["sets"].values()) == len(expected)
+    assert sum(n["device"] + n["host"] + n["none"] for n in plan["sets"].values()) == len(expected)
     assert plan["libraries"] == list(backend.libraries) and plan["device_compiler_found"] is None
 
 
@@ -156,14 +157,19 @@ def test_check_passes_on_the_ported_runtime_units(ported, name):
 @pytest.mark.realtree
 @pytest.mark.slow
 def test_check_fails_a_unit_that_calls_an_undeclared_name(ported, tmp_path):
+    """...and a listed unit the extraction does not have (another release) is said, not compiled."""
     import shutil
     _, work = ported
     tree = tmp_path / "torch_musa"
     shutil.copytree(work / "torch_musa", tree)
     unit = tree / "torch_musa/csrc/c10/musa/MUSAException.cpp"
     unit.write_text(unit.read_text() + "\nvoid check_me() { (void)musaNoSuchCall(0); }\n")
+    manifest = tree / "PORT_MANIFEST.json"
+    gone = "torch_cuda/csrc/c10/cuda/CUDAFunctions.cpp"
+    manifest.write_text("\n".join(line for line in manifest.read_text().splitlines()
+                                  if f'"source": "{gone}"' not in line))
     r, doc = check(tree)
-    assert r.returncode == 1
+    assert r.returncode == 1 and doc["absent"] == [gone] and len(doc["units"]) == 3
     failed = [u for u in doc["units"] if not u["ok"]]
     assert [u["path"] for u in failed] == ["torch_musa/csrc/c10/musa/MUSAException.cpp"]
     assert "musaNoSuchCall" in failed[0]["output"]

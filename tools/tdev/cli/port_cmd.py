@@ -146,6 +146,8 @@ def _check(args) -> int:
             print(f"{'ok' if u.ok else 'FAILED':7} {u.path}")
             if not u.ok:
                 print("\n".join("        " + line for line in u.output.splitlines()[:20]))
+        for a in res.absent:
+            print(f"absent  {a} (not in this extraction)")
         print(res.describe())
     return EXIT_OK if res.ok else EXIT_FAILED
 

@@ -21,6 +21,8 @@ from basekit.errors import InputError
 
 from .manifest import MANIFEST_NAME, load
 
+HOST_SUFFIXES = (".cpp", ".cc", ".cxx", ".c")
+
 
 @dataclass(frozen=True)
 class Unit:
@@ -28,7 +30,7 @@ class Unit:
     extracted: str  # in the extraction
     original: str  # in PyTorch
     target_set: str | None  # the torch_cuda target set it belongs to (None: in no set)
-    compiler: str  # "device" or "host"
+    compiler: str  # "device", "host", or "none" (a CUDA unit the port left as it is)
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ class PortBuildPlan:
     def by_set(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}
         for u in self.units:
-            row = out.setdefault(u.target_set or "(no set)", {"device": 0, "host": 0})
+            row = out.setdefault(u.target_set or "(no set)", {"device": 0, "host": 0, "none": 0})
             row[u.compiler] += 1
         return out
 
@@ -105,7 +107,8 @@ def make_plan(tree: Path, backend, env: Mapping[str, str] | None = None) -> Port
         if path is None:
             missing.append(extracted)
             continue
-        kind = "device" if path.endswith(backend.device_suffixes) else "host"
+        kind = ("device" if path.endswith(backend.device_suffixes) else
+                "host" if path.endswith(HOST_SUFFIXES) else "none")
         units.append(Unit(path, extracted, original, assigned[original], kind))
     if missing:
         raise InputError(where, f"{len(missing)} units of the extraction are not in the ported "
@@ -139,8 +142,11 @@ def render(plan: PortBuildPlan) -> str:
              f"backend {plan.backend} ({plan.backend_profile})",
              f"{len(plan.units)} translation units, the ones a torch_cuda build compiles under "
              f"their ported names ({plan.not_built} more of the extraction are never built)",
-             f"  {'set':<28} {'device':>7} {'host':>7}"]
-    lines += [f"  {name:<28} {n['device']:>7} {n['host']:>7}" for name, n in plan.by_set().items()]
+             f"  {'set':<28} {'device':>7} {'host':>7} {'none':>7}"]
+    lines += [f"  {name:<28} {n['device']:>7} {n['host']:>7} {n['none']:>7}"
+              for name, n in plan.by_set().items()]
+    lines += [f"no compiler: {u.path} (a CUDA unit the port left as it is)"
+              for u in plan.units if u.compiler == "none"]
     lines.append(f"device units ({', '.join(plan.device_suffixes)}): {plan.device_compiler} "
                  f"({plan.device_compiler_found or 'not found: the SDK is not installed'})")
     lines.append("host units: the host C++ compiler")
