@@ -30,8 +30,12 @@ def row(label: str) -> list[str]:
     raise AssertionError(f"{PAGE.name}: no table row '{label}'")
 
 
+def _version() -> str:
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+
+
 def test_tdev_version_is_the_packages():
-    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    version = _version()
     assert row("tdev")[0].startswith(f"{version} ")
     requires = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"]
     assert row("Python")[0].startswith(requires.replace(">=", ">= "))
@@ -54,6 +58,12 @@ def test_declared_torch_requirement_is_what_a_generated_package_declares(vendor,
     assert shown == [declared[0]], f"the page says {cell!r}, the templates declare {declared[0]!r}"
     spec = declared[0][len("torch"):].strip()
     assert ("no version bound" in cell) == (spec == ""), cell
+    readme = (REPO / "README.md").read_text(encoding="utf-8").split("## Quick start", 1)[0]
+    summary = [line for line in readme.splitlines() if line.startswith(f"| {_version()} |")]
+    assert len(summary) == 1, "README.md: no compatibility row for this tdev version at the top"
+    last = summary[0].strip().strip("|").split("|")[-1].strip()
+    assert re.findall(r"`([^`]+)`", last) == [declared[0]], f"README.md says {last!r}"
+    assert ("no version bound" in last) == (spec == ""), last
 
 
 def test_every_shipped_vendor_has_a_row_and_no_other():
