@@ -189,8 +189,9 @@ def _host_kernel_wrapper() -> type:
         @staticmethod
         def create(is_subgraph: bool, subgraph_name: Any, parent_wrapper: Any,
                    partition_signatures: Any = None) -> Any:
-            if is_subgraph:
-                return Subgraph(subgraph_name, parent_wrapper, partition_signatures)
+            if is_subgraph:  # (torch 2.6 takes no partition signatures)
+                extra = () if partition_signatures is None else (partition_signatures,)
+                return Subgraph(subgraph_name, parent_wrapper, *extra)
             return Wrapper()
 
         def write_header(self) -> None:
@@ -221,11 +222,22 @@ def _op_overrides() -> Any:
     return OpOverrides()
 
 
-def compile_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-    """The device's torch.compile backend: inductor with every operator left to ATen."""
-    from torch._inductor.compile_fx import compile_fx
+def has_fallback_by_default() -> bool:
+    """Whether this torch's inductor can leave every operator to ATen (newer than 2.6)."""
+    from torch._inductor import config
 
+    return hasattr(config, "fallback_by_default")
+
+
+def compile_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    """The device's torch.compile backend: inductor with every operator left to ATen; on a
+    torch whose inductor cannot do that, AOT autograd calling the device's ATen kernels as they
+    are (torch's aot_eager)."""
     register()
+    if not has_fallback_by_default():
+        from torch._dynamo.backends.registry import lookup_backend
+        return lookup_backend("aot_eager")(gm, example_inputs)
+    from torch._inductor.compile_fx import compile_fx
     return compile_fx(gm, example_inputs, config_patches=FALLBACK_OPTIONS)
 
 

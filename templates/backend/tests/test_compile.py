@@ -42,6 +42,8 @@ def test_dynamo_has_the_devices_interface_once_inductor_registers_its_backends()
                                  {"options": {"fallback_by_default": True}}],
                          ids=["device_backend", "inductor_aten"])
 def test_compiled_model_equals_eager(how):
+    if "options" in how and not pkg.compile.has_fallback_by_default():
+        pytest.skip(f"torch {torch.__version__}: inductor has no fallback_by_default")
     x = torch.randn(5, 8, device=DEVICE)
     eager_model, compiled_model = _model().to(DEVICE), _model().to(DEVICE)
     ref, ref_grads = _run(eager_model, x)
@@ -69,12 +71,16 @@ def test_import_leaves_dynamo_alone_and_a_fresh_process_compiles_both_ways():
         ref = model(x)
         by_name = torch.compile(model, backend="{DEVICE}")(x)
         torch._dynamo.reset()
-        by_inductor = torch.compile(model, options=dict(fallback_by_default=True))(x)
         same = lambda a: torch.allclose(a.cpu(), ref.cpu(), rtol=1e-5, atol=1e-6)
-        print(same(by_name), same(by_inductor))
+        if hasattr(torch._inductor.config, "fallback_by_default"):
+            by_inductor = torch.compile(model, options=dict(fallback_by_default=True))(x)
+            print(same(by_name), same(by_inductor))
+        else:  # (older torch: inductor cannot leave every operator to ATen)
+            print(same(by_name))
         """)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.splitlines() == ["False False", "True True"]
+    both = "True True" if pkg.compile.has_fallback_by_default() else "True"
+    assert p.stdout.splitlines() == ["False False", both]
 
 
 def _transformer() -> nn.Module:
