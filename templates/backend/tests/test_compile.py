@@ -43,7 +43,7 @@ def test_dynamo_has_the_devices_interface_once_inductor_registers_its_backends()
                          ids=["device_backend", "inductor_aten"])
 def test_compiled_model_equals_eager(how):
     if "options" in how and not pkg.compile.has_fallback_by_default():
-        pytest.skip(f"torch {torch.__version__}: inductor has no fallback_by_default")
+        pytest.skip(f"no inductor fallback_by_default in this torch ({torch.__version__})")
     x = torch.randn(5, 8, device=DEVICE)
     eager_model, compiled_model = _model().to(DEVICE), _model().to(DEVICE)
     ref, ref_grads = _run(eager_model, x)
