@@ -317,3 +317,21 @@ def test_ipc_calls_come_all_three_or_none(tmp_path):
            "profile has only ipc_get_handle, ipc_open_handle" in str(e.value), str(e.value)
     assert "\n" not in str(e.value)
     assert "ipc_get_handle" in load_profile("sim").runtime.calls
+
+
+@pytest.mark.parametrize("size, problem", [("0", "0: a struct's size in bytes, 1 to 4096"),
+                                           ("5000", "5000: a struct's size in bytes, 1 to 4096")])
+def test_a_struct_passed_by_value_is_declared_by_its_size(tmp_path, size, problem):
+    """runtime.declarations.structs: a handle the API passes by value (an IPC handle) is declared
+    with its size, so the declared header gives it a complete type; a size out of range is one
+    line naming the key."""
+    assert ("simIpcMemHandle_st", 64) in load_profile("sim").runtime.declarations.structs
+    text = (vendors_dir() / "sim.yaml").read_text()
+    entry = "      simIpcMemHandle_st: 64"
+    assert text.count(entry) == 1
+    path = tmp_path / "chip.yaml"
+    path.write_text(text.replace(entry, f"      simIpcMemHandle_st: {size}"))
+    with pytest.raises(ProfileError) as e:
+        load_profile(str(path))
+    assert "runtime.declarations.structs.simIpcMemHandle_st" in str(e.value), str(e.value)
+    assert problem in str(e.value) and "\n" not in str(e.value), str(e.value)

@@ -81,6 +81,9 @@ class Function:
         return f"{self.returns} {self.name}({ps or 'void'});"
 
 
+MAX_STRUCT_BYTES = 4096  # a handle's size (cudaIpcMemHandle_t: 64 bytes)
+
+
 @dataclass(frozen=True)
 class Declarations:
     """The API as the profile states it; rendered as a header for the syntax check."""
@@ -88,6 +91,9 @@ class Declarations:
     typedefs: tuple[tuple[str, str], ...]
     constants: tuple[tuple[str, str, int], ...]  # name, type, value
     functions: dict[str, Function]
+    # structs passed by value whose layout the profile does not state, only their size in
+    # bytes (an IPC handle): declared as an array of that many bytes
+    structs: tuple[tuple[str, int], ...] = ()
 
     def constant_names(self) -> set[str]:
         names = {n for n, _, _ in self.constants}
@@ -117,7 +123,7 @@ Fail = Callable[[KeyPath, str], NoReturn]  # raises the bad-input error for (key
 
 
 def parse_declarations(d: Any, key: KeyPath, fail: Fail) -> Declarations:
-    d = _mapping(d, key, fail, {"enums", "typedefs", "constants", "functions"})
+    d = _mapping(d, key, fail, {"enums", "structs", "typedefs", "constants", "functions"})
     enums, seen = [], set()
     for name, members in _mapping(d.get("enums", {}), key + ("enums",), fail).items():
         k = key + ("enums", name)
@@ -130,6 +136,14 @@ def parse_declarations(d: Any, key: KeyPath, fail: Fail) -> Declarations:
             seen.add(m)
             ms.append((m, _check(v.integer, val, k + (m,), fail)))
         enums.append((name, tuple(ms)))
+    structs = []
+    for name, size in _mapping(d.get("structs", {}), key + ("structs",), fail).items():
+        k = key + ("structs", name)
+        _check(v.identifier, name, k, fail)
+        size = _check(v.integer, size, k, fail)
+        if not 0 < size <= MAX_STRUCT_BYTES:
+            fail(k, f"{size}: a struct's size in bytes, 1 to {MAX_STRUCT_BYTES}")
+        structs.append((name, size))
     typedefs = []
     for name, target in _mapping(d.get("typedefs", {}), key + ("typedefs",), fail).items():
         typedefs.append((_check(v.identifier, name, key + ("typedefs",), fail),
@@ -149,7 +163,8 @@ def parse_declarations(d: Any, key: KeyPath, fail: Fail) -> Declarations:
         k = key + ("functions", name)
         _check(v.identifier, name, k, fail)
         functions[name] = _signature(name, sig, k, fail)
-    return Declarations(tuple(enums), tuple(typedefs), tuple(constants), functions)
+    return Declarations(tuple(enums), tuple(typedefs), tuple(constants), functions,
+                        tuple(structs))
 
 
 def _signature(name: str, sig: Any, key: KeyPath, fail: Fail) -> Function:
