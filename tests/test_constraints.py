@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import sysconfig
 from importlib import metadata
 from pathlib import Path
 
@@ -60,9 +61,11 @@ def project_environment() -> Path:
                     reason="checks the project's own environment (.venv), which tools/setup.sh "
                            "makes: run the tests with .venv/bin/python")
 def test_the_project_environment_holds_exactly_the_pinned_versions():
+    # the environment's own site-packages only: setuptools, once imported, puts its vendored
+    # packages' directory on sys.path too
+    site = sorted({sysconfig.get_path("purelib"), sysconfig.get_path("platlib")})
     installed = {canonicalize_name(d.metadata["Name"]): d.version
-                 for d in metadata.distributions(path=[p for p in sys.path
-                                                       if p.startswith(sys.prefix)])}
+                 for d in metadata.distributions(path=site)}
     for name in NOT_PINNED:
         installed.pop(name, None)
     pinned = pins()
