@@ -55,7 +55,11 @@ build)
   xz -dc $C/torch_link.tar.xz | tar xf - -C site; cp $C/torch_cpu.tar.xz.a $W/
   # the stage-2 CMake files from this checkout's overlay (the staged copies are the overlay's as
   # it was when packed): a fix to them needs no new pack
-  cp $R/third_device/torch_cuda_overlay/stage2/CMakeLists.txt $R/third_device/torch_cuda_overlay/stage2/*.cmake src/stage2/
+  cp $R/third_device/torch_cuda_overlay/stage2/CMakeLists.txt $R/third_device/torch_cuda_overlay/stage2/*.cmake \
+     $R/third_device/torch_cuda_overlay/common/*.cmake src/stage2/
+  # this machine's g++ (/opt/gcc) has only a static libstdc++: link the system's shared one, the
+  # one the wheel's libraries load (a private copy aborts the process, see common/cxx_runtime.cmake)
+  STDCXX=$(ldconfig -p | awk '$1 == "libstdc++.so.6" && /x86-64/ {print $NF; exit}')
   # libtorch_cpu and libc10 come with c2 (too large for one load): configure and compile now,
   # against their paths (the link, last, waits for them; ninja relinks once they are there)
   for L in libtorch_cpu.so libc10.so; do [ -s site/torch/lib/$L ] || : > site/torch/lib/$L; done
@@ -64,7 +68,7 @@ build)
   ls $DEV_SITE/nvidia/*/lib | head -40
   cmake -S src/stage2 -B $B -G Ninja -D TDEV_SITE_PACKAGES=$S -D TDEV_CODEGEN_DIR=$W/codegen \
     -D TDEV_TREE_DIR=$W/tree -D TDEV_CUDA_SITE=$DEV_SITE -D TDEV_LINK_STAGE1=ON \
-    -D CMAKE_BUILD_TYPE=Release -D CMAKE_CUDA_ARCHITECTURES=90 -D Python3_EXECUTABLE=$(command -v python3) \
+    -D TORCH_CUDA_LIBSTDCXX=$STDCXX -D CMAKE_BUILD_TYPE=Release -D CMAKE_CUDA_ARCHITECTURES=90 -D Python3_EXECUTABLE=$(command -v python3) \
     > $OUT/configure.log 2>&1 || { tail -40 $OUT/configure.log; exit 3; }
   echo "configured: $(ninja -C $B -t targets all | grep -c '\.o:') objects"
   nin ;;
@@ -82,8 +86,8 @@ test)
   for L in libtorch_cuda.so libc10_cuda.so libcaffe2_nvrtc.so; do cp $B/lib/$L $S/torch/lib/ || exit 4; done
   # libstdc++'s call_once internals exported by a library shadow the process's libstdc++ (cuDNN's
   # first cudnnCreate then runs a stale callable): the stock libraries export none
-  for L in libtorch_cuda.so libc10_cuda.so libcaffe2_nvrtc.so; do
-    echo "$L: $(nm -D --defined-only $B/lib/$L | grep -c ' __once_proxy$\| _ZSt15__once_callable$\| _ZSt11__once_call$') of libstdc++'s once symbols exported (stock: 0)"
+  for L in $B/lib/libtorch_cuda.so $B/lib/libc10_cuda.so $B/lib/libcaffe2_nvrtc.so $B/python/*/_CUDAC*.so; do
+    echo "${L##*/}: $(nm -D --defined-only $L | grep -c ' __once_proxy$\| _ZSt15__once_callable$\| _ZSt11__once_call$') of libstdc++'s once symbols exported (stock: 0); needs $(readelf -d $L | grep -o 'libstdc++[^]]*' || echo 'no shared libstdc++ (stock: libstdc++.so.6)')"
   done
   # tdev itself (patch engine, registrations) from TDEV_SRC: a copy of the repository's tools
   # that does not change while the tests run (default: this checkout)

@@ -177,6 +177,10 @@ def _render(closed, covered, subset: bool) -> None:
         print(f"  {lib} exports {name}, the C++ runtime's per-process state (libstdc++ linked in "
               "statically): other libraries would bind to this copy; link with "
               "-Wl,--exclude-libs,ALL")
+    for lib in closed.private_runtime:
+        print(f"  {lib} needs no shared C++ runtime (libstdc++ linked in statically): its objects "
+              "and the process's would be freed by different copies; link the shared libstdc++ "
+              "(drop -static-libstdc++, or -D TORCH_CUDA_LIBSTDCXX=<libstdc++.so.6>)")
     figures = ", ".join(f"{k} {v}" for k, v in covered.per_importer.items())
     state = "OK" if covered.ok else ("incomplete (a subset)" if subset else "FAILED")
     print(f"coverage: {state}: imports from the stock CUDA libraries: {figures}; "

@@ -100,10 +100,13 @@ class ClosureResult:
     unknown_needed: tuple[tuple[str, str], ...] = ()
     # (library, symbol): the C++ runtime's per-process state a standalone library exports
     runtime_state: tuple[tuple[str, str], ...] = ()
+    # standalone libraries with C++ symbols that need no shared C++ runtime: a private copy
+    private_runtime: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
         return (not self.nowhere and not self.unknown_needed and not self.runtime_state
+                and not self.private_runtime
                 and (self.subset or not (self.in_stock or self.stock_needed)))
 
     def to_json(self) -> dict:
@@ -113,7 +116,8 @@ class ClosureResult:
                 "unresolved_nowhere": [u.to_json() for u in self.nowhere],
                 "stock_needed": [list(x) for x in self.stock_needed],
                 "unknown_needed": [list(x) for x in self.unknown_needed],
-                "runtime_state": [list(x) for x in self.runtime_state]}
+                "runtime_state": [list(x) for x in self.runtime_state],
+                "private_runtime": list(self.private_runtime)}
 
 
 def is_extension_module(table: SymbolTable) -> bool:
@@ -126,13 +130,15 @@ def is_extension_module(table: SymbolTable) -> bool:
 def closure(standalone: Iterable[SymbolTable], providers: Iterable[SymbolTable],
             stock_cuda: Iterable[SymbolTable], subset: bool = False,
             interpreter: Iterable[SymbolTable] = (),
-            runtime_state: Iterable[str] = ()) -> ClosureResult:
+            runtime_state: Iterable[str] = (),
+            runtime: tuple[Iterable[str], Iterable[str]] = ((), ())) -> ClosureResult:
     """Resolve every GLOBAL undefined symbol of ``standalone`` against the exports of
     ``providers`` and of the standalone libraries themselves; an extension module's also against
     ``interpreter`` (libpython, or the executable that exports the C API), which no other
     library may bind to: libtorch_cuda referencing Python is a fault, _CUDAC doing so is not.
     A standalone library exporting one of ``runtime_state`` (the C++ runtime's per-process state,
-    linked in statically) fails too: the process's other libraries would bind to its copy."""
+    linked in statically) fails too: the process's other libraries would bind to its copy; so
+    does one with a private copy (``runtime``: see :func:`private_runtime`)."""
     standalone, providers, stock_cuda = tuple(standalone), tuple(providers), tuple(stock_cuda)
     exported, python = DefIndex(standalone + providers), DefIndex(interpreter)
     needed: dict[Ref, list[str]] = {}
@@ -161,13 +167,25 @@ def closure(standalone: Iterable[SymbolTable], providers: Iterable[SymbolTable],
                          references, tuple(in_stock), tuple(nowhere),
                          tuple(x for x in unknown if os.path.basename(x[1]) in stock_names),
                          tuple(x for x in unknown if os.path.basename(x[1]) not in stock_names),
-                         runtime_exports(standalone, runtime_state))
+                         runtime_exports(standalone, runtime_state),
+                         private_runtime(standalone, *runtime))
 
 
 def runtime_exports(standalone: Iterable[SymbolTable], names: Iterable[str]) -> tuple[tuple[str, str], ...]:
     """(library, symbol) for each of ``names`` a standalone library exports."""
     wanted = frozenset(names)
     return tuple((t.name, s.name) for t in standalone for s in t.exported() if s.name in wanted)
+
+
+def private_runtime(standalone: Iterable[SymbolTable], libraries: Iterable[str],
+                    definitions: Iterable[str]) -> tuple[str, ...]:
+    """The standalone libraries that define one of ``definitions`` (symbols only a C++ runtime
+    defines, hidden ones included) but need none of ``libraries`` (the shared runtimes'
+    sonames): their C++ runtime is a copy of their own."""
+    shared, marks = frozenset(libraries), frozenset(definitions)
+    return tuple(t.name for t in standalone
+                 if not shared & {os.path.basename(n) for n in t.needed}
+                 and any(s.name in marks for s in t.defined()))
 
 
 # --- coverage ----------------------------------------------------------------------------------

@@ -45,6 +45,8 @@ class LinkData:
     system: tuple[str, ...] = ()
     sources_exclude: tuple[str, ...] = ()
     runtime_state: tuple[str, ...] = ()
+    runtime_libraries: tuple[str, ...] = ()
+    runtime_definitions: tuple[str, ...] = ()
     groups: tuple[GroupRule, ...] = ()
 
 
