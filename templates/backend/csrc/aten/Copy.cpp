@@ -8,6 +8,7 @@
 #include <c10/util/Exception.h>
 
 #include "aten/Aten.h"
+#include "runtime/DeviceTrace.h"
 #include "runtime/Fork.h"
 #include "runtime/Runtime.h"
 
@@ -88,6 +89,11 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   check_not_forked();
   const bool src_dev = on_device(self);
   const bool dst_dev = on_device(dst);
+  trace::Span span;  // the copy on torch.profiler's device timeline
+  span.begin(src_dev && dst_dev ? trace::Kind::CopyDeviceToDevice
+             : src_dev          ? trace::Kind::CopyDeviceToHost
+                                : trace::Kind::CopyHostToDevice,
+             nullptr, nullptr, (dst_dev ? dst : self).device().index());
   if (src_dev && dst_dev) {
     if (self.device() == dst.device() && block_copyable(self, dst)) {
       DeviceScope scope(dst.device().index());
@@ -130,6 +136,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
 // copy goes straight there, as torch.cuda's item() does), no host tensor of the device's layout.
 at::Scalar local_scalar_dense(const at::Tensor& self) {
   const std::size_t bytes = self.itemsize();
+  trace::Span span;
+  span.begin(trace::Kind::CopyDeviceToHost, nullptr, nullptr, self.device().index());
   const c10::DataPtr host = host_allocator()->allocate(bytes);
   DeviceScope scope(self.device().index());
   const hal::Stream stream = native_stream(current_stream(self.device().index()));

@@ -278,6 +278,11 @@ PyObject* set_log_dispatch(PyObject*, PyObject* arg) {
   });
 }
 
+PyObject* device_trace(PyObject*, PyObject*) {
+  return Py_BuildValue("(On)", api::device_trace_recording() ? Py_True : Py_False,
+                       static_cast<Py_ssize_t>(api::device_trace_held()));
+}
+
 PyMethodDef methods[] = {
     {"device_count", device_count, METH_NOARGS, "number of devices"},
     {"current_device", current_device, METH_NOARGS, "this thread's device"},
@@ -313,6 +318,8 @@ PyMethodDef methods[] = {
      "operators routed to the vendor by the profile's fallback, not by backends.conf"},
     {"native_stream", native_stream, METH_O, "the current stream's runtime handle (0: default)"},
     {"set_log_dispatch", set_log_dispatch, METH_O, "print each routed dispatch"},
+    {"device_trace", device_trace, METH_NOARGS,
+     "(recording, records held) of torch.profiler's device timeline"},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -62,4 +62,9 @@ void unroute(const std::string& op);  // back to the device's fallback
 std::vector<std::string> implicit_vendor_ops();
 void set_log_dispatch(bool on);
 
+// torch.profiler's device timeline (DeviceTrace.cpp): whether a trace records the device's
+// kernels and copies now, and how many records it holds (none while no trace runs)
+bool device_trace_recording();
+std::size_t device_trace_held();
+
 }  // namespace BACKEND_NS::api

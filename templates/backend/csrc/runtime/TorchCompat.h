@@ -7,6 +7,8 @@
 
 #include <torch/version.h>  // TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR (torch/csrc/api/include)
 
+#include <cstdint>
+#include <type_traits>
 #include <utility>
 
 // 1 when the torch built against is MAJOR.MINOR or newer
@@ -62,3 +64,23 @@
 
 // Decided when the package loads instead (Hooks.cpp): the AutogradPrivateUse1 fallback (torch's
 // "autograd not implemented" one), which torch 2.6 does not register and newer releases do.
+
+// torch.profiler profiles a PrivateUse1 device in its fallback mode (the legacy stubs, no kineto
+// device activities) where its kineto does not list PrivateUse1 (wheels built with CUPTI); before
+// 2.7 that mode gives a renamed backend's operators no device time, so the device's timeline
+// (DeviceTrace.cpp) records then too (from 2.7 it would count the operators' time twice)
+#define BACKEND_TRACE_IN_PRIVATEUSE1_FALLBACK (!BACKEND_TORCH_AT_LEAST(2, 7))
+
+// libkineto::ResourceInfo (a row of the device's timeline, DeviceTrace.cpp): constructed as
+// (deviceId, id, sortIndex, name) by torch 2.6's kineto, an aggregate {id, sortIndex, deviceId,
+// name} in later releases. (The same kineto headers of torch 2.6 include {fmt}, which its wheel
+// does not ship: setup.py then adds csrc/compat, the one fmt::format they use.)
+template <class ResourceInfo, class Name>
+ResourceInfo backend_resource_info(std::int64_t device, std::int64_t id, std::int64_t sort,
+                                   const Name& name) {
+  if constexpr (std::is_aggregate_v<ResourceInfo>) {
+    return ResourceInfo{id, sort, device, name};
+  } else {
+    return ResourceInfo(device, id, sort, name);
+  }
+}
