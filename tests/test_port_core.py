@@ -125,21 +125,6 @@ def test_shipped_profiles_load_and_name_their_sources():
     assert hip.device_math["map"]["std::max"] == "::max"
 
 
-NAMES = ["cuda", "cudaMalloc", "cuda::CUDAGuard", "CUDAGuard", "cub::", "c10::cuda", "nv", "a::b::c", "b::c"]
-TEXT = st.lists(st.sampled_from(NAMES + ["x", " ", ":", "::", "_", "1", "\n", "(", "cu", "C"]), max_size=30).map("".join)
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(NAMES), min_size=1, unique=True), st.lists(st.sampled_from(["cu", "nv", "x"]),
-                                                                         unique=True), TEXT)
-def test_the_fast_names_are_the_one_patterns_matches(names, prefixes, text):
-    from tdev.port.lexer import Names, names_pattern
-
-    slow = [m.span() for m in names_pattern(names, prefixes).finditer(text)]
-    assert Names(names, prefixes).find(text) == slow  # one pattern per first character
-    assert Names(names, prefixes, min_keys=1).find(text) == slow  # chains of identifiers looked up
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.lists(PIECES, max_size=30).map("".join))
 def test_regions_up_to_the_last_include_are_the_first_regions(text):

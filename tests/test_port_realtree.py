@@ -57,10 +57,15 @@ def test_hip_is_pytorchs_hipify_on_1_13_1(extraction_1_13, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["hip", "maca", "musa"])
-def test_fast_paths_give_the_slow_answers(extraction_2_6, name):
-    fast = make_plan(extraction_2_6, load_named(name))
-    slow = make_plan(extraction_2_6, load_named(name), slow=True)
-    assert [(f.dest, f.data, f.changes) for f in fast.files] == [(f.dest, f.data, f.changes) for f in slow.files]
+def test_fast_paths_give_the_slow_answers(extraction_2_6, extraction_1_13, name):
+    """Every file's bytes, place and evidence, and the includes reported, the same both ways
+    (the slow path: one pattern for all names, regions read one character at a time)."""
+    for ext in (extraction_2_6, extraction_1_13):
+        fast = make_plan(ext, load_named(name))
+        slow = make_plan(ext, load_named(name), slow=True)
+        assert [(f.dest, f.data, f.changes) for f in fast.files] == [(f.dest, f.data, f.changes) for f in slow.files]
+        assert (fast.unresolved, fast.kept) == (slow.unresolved, slow.kept)
+        assert sum(len(f.changes) for f in fast.files) > 1000
 
 
 CUDA_RUNTIME_NAME = re.compile(r"(?<![\w])cuda[A-Z]\w*")

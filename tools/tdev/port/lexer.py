@@ -189,7 +189,7 @@ def trie_pattern(words: Iterable[str]) -> str:
 
 def names_pattern(names: Iterable[str], prefixes: Iterable[str]) -> re.Pattern:
     """Whole names: any of ``names``, or an identifier that starts with one of ``prefixes`` and
-    is longer than it. One pattern: the slow path :class:`Names` is held to."""
+    is longer than it. One pattern: the slow path ``fastnames.FastNames`` is held to."""
     return re.compile("(?<!\\w)(?:" + _alternatives(names, prefixes) + ")(?!\\w)")
 
 
@@ -201,97 +201,6 @@ def _alternatives(names: Iterable[str], prefixes: Iterable[str]) -> str:
     if prefixes:
         alts.append(f"(?:{trie_pattern(prefixes)})\\w+")
     return "|".join(alts) or r"(?!x)x"
-
-
-_CHAIN = re.compile(r"[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
-
-
-class Names:
-    """The names of a profile found in a text: the matches of ``names_pattern`` (leftmost, then
-    longest, none overlapping), found faster, for the same answers (the tests hold it to it).
-
-    * names like ``cudaMalloc`` or ``cuda::CUDAGuard`` (identifiers joined by ``::``) whose first
-      two characters start many names (``cu``, ``CU``: at least ``min_keys``) are found by one
-      small pattern for any such chain of identifiers, then looked up: the longest chain of its
-      leading identifiers that is a name, else an identifier a ``prefixes`` entry starts;
-    * every other name and prefix by one pattern per first character, which starts with that
-      character as a literal, so that the engine skips to its next occurrence instead of trying
-      a trie of thousands of names at every position (and compiles in a fraction of the time).
-    """
-
-    def __init__(self, names: Iterable[str], prefixes: Iterable[str], min_keys: int = 50):
-        names, prefixes = set(names), set(prefixes)
-        heads: dict[str, int] = {}
-        for n in names:
-            if _CHAIN.fullmatch(n) and len(n.split("::")[0]) >= 2:
-                heads[n[:2]] = heads.get(n[:2], 0) + 1
-        self.heads = tuple(sorted(h for h, k in heads.items() if k >= min_keys))
-        self.chains = frozenset(n for n in names if n[:2] in self.heads and _CHAIN.fullmatch(n)
-                                and len(n.split("::")[0]) >= 2)
-        self.chain_prefixes = tuple(sorted((p for p in prefixes if p[:2] in self.heads and len(p) >= 2
-                                            and re.fullmatch(r"\w+", p)),
-                                           key=len, reverse=True))
-        groups: dict[str, tuple[list[str], list[str]]] = {}
-        for n in names - self.chains:
-            groups.setdefault(n[0], ([], []))[0].append(n)
-        for p in prefixes - set(self.chain_prefixes):
-            groups.setdefault(p[0], ([], []))[1].append(p)
-        self.patterns = [re.compile("(?:" + _alternatives(ns, ps) + ")(?!\\w)")
-                         for _, (ns, ps) in sorted(groups.items())]
-        self.chain = re.compile("(?:" + "|".join(map(re.escape, self.heads)) + r")\w*(?:::[A-Za-z_]\w*)*") \
-            if self.heads else None
-
-    def _next_chain(self, text: str, pos: int) -> tuple[int, int] | None:
-        """The leftmost name a chain lookup finds at or after ``pos``."""
-        search, chains, prefixes = self.chain.search, self.chains, self.chain_prefixes
-        while (m := search(text, pos)) is not None:
-            i, word = m.start(), m.group(0)
-            if i and (text[i - 1].isalnum() or text[i - 1] == "_"):
-                pos = i + 1
-                continue
-            if "::" in word:
-                parts = word.split("::")
-                for k in range(len(parts), 1, -1):
-                    cand = "::".join(parts[:k])
-                    if cand in chains:
-                        return i, i + len(cand)
-                word = parts[0]
-            if word in chains or (prefixes and any(word.startswith(p) and len(word) > len(p) for p in prefixes)):
-                return i, i + len(word)
-            pos = i + len(word)
-        return None
-
-    @staticmethod
-    def _next_in(pat: re.Pattern, text: str, pos: int) -> tuple[int, int] | None:
-        """The leftmost match of ``pat`` at or after ``pos`` that starts a word."""
-        search = pat.search
-        while (m := search(text, pos)) is not None:
-            i = m.start()
-            if i and (text[i - 1].isalnum() or text[i - 1] == "_"):
-                pos = i + 1  # inside a longer identifier
-                continue
-            return i, m.end()
-        return None
-
-    def find(self, text: str) -> list[tuple[int, int]]:
-        """The spans of the names in ``text``, in order, none overlapping: each source's next
-        candidate at or after the current position, the leftmost (then longest) taken, and the
-        sources whose candidate it overlaps asked again after it, as one pattern reads."""
-        sources = [lambda pos, pat=pat: self._next_in(pat, text, pos) for pat in self.patterns]
-        if self.chain is not None:
-            sources.append(lambda pos: self._next_chain(text, pos))
-        nxt = [src(0) for src in sources]
-        out: list[tuple[int, int]] = []
-        while True:
-            live = [c for c in nxt if c is not None]
-            if not live:
-                return out
-            best = min(live, key=lambda c: (c[0], -c[1]))
-            out.append(best)
-            end = best[1]
-            for k, c in enumerate(nxt):
-                if c is not None and c[0] < end:
-                    nxt[k] = sources[k](end)
 
 
 def region_at(starts: list[int], found: list[Region], pos: int) -> Region | None:

@@ -13,8 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from .lexer import (CHAR, COMMENT, INCLUDE, STRING, Names, Region, include_horizon, names_pattern, region_at,
-                    regions)
+from .fastnames import FastNames
+from .lexer import (CHAR, COMMENT, INCLUDE, STRING, Region, include_horizon, names_pattern, reference_regions,
+                    region_at, regions)
 from .profile import Profile, Rule, globs
 
 
@@ -36,7 +37,7 @@ Resolver = Callable[[str, str, bool], "str | None"]
 @dataclass(frozen=True)
 class Porter:
     profile: Profile
-    names: Names  # the fast path
+    names: FastNames  # the fast path
     plain: dict[str, Rule]  # the names the text is searched for
     headers: dict[str, Rule]
 
@@ -59,7 +60,7 @@ class Porter:
                 headers.setdefault(k, rule)
             if not k.startswith(("include <", 'include "')):
                 names[k] = rule
-        return cls(profile, Names(names, profile.prefixes), names, headers)
+        return cls(profile, FastNames(names, profile.prefixes), names, headers)
 
     def _replace_name(self, word: str) -> tuple[str, Rule] | None:
         rule = self.profile.names.get(word)
@@ -81,9 +82,10 @@ class Porter:
         allowed = {COMMENT: "comments" in prof.rewrite_in, STRING: "strings" in prof.rewrite_in,
                    CHAR: "strings" in prof.rewrite_in, INCLUDE: False}
         # where names are rewritten everywhere, only the includes need the regions: they are
-        # read up to the last "#include" (the same regions as reading the whole text)
+        # read up to the last "#include" (the same regions as reading the whole text); the slow
+        # path reads the whole text one character at a time
         everywhere = all(allowed[k] for k in (COMMENT, STRING, CHAR))
-        found = regions(text, include_horizon(text) if everywhere else None)
+        found = reference_regions(text) if slow else regions(text, include_horizon(text) if everywhere else None)
         starts = [r.start for r in found]
         edits: list[tuple[int, str, str, str]] = []
         for inc in (r for r in found if r.kind == INCLUDE):

@@ -1,0 +1,83 @@
+"""The porter's fast path held to its slow path (one pattern for all names, regions read one
+character at a time): the names found, and whole ports with their evidence, on generated C++/CUDA
+token soup (strings, raw strings, comments, line continuations, includes, names that are and are
+not in the profile). The real extractions are compared both ways in test_port_realtree.py."""
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tdev.port.fastnames import FastNames
+from tdev.port.lexer import names_pattern
+from tdev.port.profile import Profile, Rule
+from tdev.port.rewrite import Porter
+
+# entries of the kinds profiles hold: identifiers, names joined by ::, a trailing ::, header-like
+# names with / and ., a name that starts with punctuation, one with spaces, one-letter names
+ENTRIES = ["cuda", "cudaMalloc", "cudaMallocAsync", "cuda::CUDAGuard", "CUDAGuard", "cub::", "c10::cuda",
+           "c10/cuda/X.h", "nv", "nvrtcGetPTX", "a::b::c", "b::c", "<nccl.h>", "define MAX 2", "x",
+           "CUDA_VERSION", "__CUDACC__", "getCurrentCUDAStream", "U", "cu_x", "USE_CUDA"]
+PREFIXES = ["cu", "cuda", "CUDA", "nv", "cub::", "x", "U", "c10::"]
+TOKENS = ENTRIES + ["mycudaMalloc", "cudaMallocX", "cuda_", "_cuda", "1cuda", "CUDAGuardImpl", "::", ":", " ",
+                    "\n", "\t", "(", ")", ";", ".", "/", "<", ">", "#include ", "#define ", "\\\n", "//", "/*",
+                    "*/", '"', "'", 'R"d(', ')d"', 'u8"', "L'", "é", "_", "0", "c10", "cu", "CU", "nccl.h",
+                    "get", "Current", "2", "MAX"]
+SOUP = st.lists(st.sampled_from(TOKENS), max_size=40).map("".join)
+SETS = st.tuples(st.lists(st.sampled_from(ENTRIES), unique=True, max_size=12),
+                 st.lists(st.sampled_from(PREFIXES), unique=True, max_size=4))
+
+
+def slow_spans(names, prefixes, text):
+    return [m.span() for m in names_pattern(names, prefixes).finditer(text)]
+
+
+@settings(max_examples=500, deadline=None)
+@given(SETS, SOUP)
+def test_fast_names_are_the_one_patterns_matches(sets, text):
+    names, prefixes = sets
+    slow = slow_spans(names, prefixes, text)
+    assert FastNames(names, prefixes).find(text) == slow
+    assert FastNames(names, prefixes, all_heads=10**6, major=1).find(text) == slow  # every head searched
+    assert FastNames(names, prefixes, all_heads=0, major=10**6).find(text) == slow  # every entry by its anchor
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text("abcuCU_:/.1 <>", min_size=1, max_size=6), unique=True, max_size=10),
+       st.lists(st.text("abcuCU_:", min_size=1, max_size=4), unique=True, max_size=4),
+       st.text("abcuCU_:/.1 <>\n\"'#", max_size=60))
+def test_fast_names_on_any_entries(names, prefixes, text):
+    """Entries of any characters profiles allow, and texts made of the same characters."""
+    slow = slow_spans(names, prefixes, text)
+    assert FastNames(names, prefixes).find(text) == slow
+    assert FastNames(names, prefixes, all_heads=0, major=10**6).find(text) == slow
+
+
+def profile(rewrite_in: frozenset[str]) -> Profile:
+    def rules(table):
+        return {k: Rule(k, v, f"p.yaml:{n}") for n, (k, v) in enumerate(table.items(), 1)}
+    names = rules({"cudaMalloc": "hipMalloc", "cuda::CUDAGuard": "hip::HIPGuard", "CUDAGuard": "HIPGuard",
+                   "c10::cuda": "c10::hip", "<nccl.h>": "<rccl.h>", "define MAX 2": "define MAX 4",
+                   "getCurrentCUDAStream": "getCurrentHIPStream", "x": "y"})
+    return Profile(name="p", path="p.yaml", sources=("test",), names=names,
+                   prefixes=rules({"cuda": "hip", "CUDA": "HIP", "cub::": "hipcub::"}),
+                   headers=rules({"cuda_runtime.h": "hip/hip_runtime.h"}), rewrite_in=rewrite_in,
+                   port_files=("*.cu",), keep=(), path_replace=(), extensions={}, banner="", banner_files=())
+
+
+PORTERS = [Porter.of(profile(frozenset(r))) for r in
+           (["code"], ["code", "comments"], ["code", "comments", "strings"])]
+INCLUDES = st.sampled_from(['#include <cuda_runtime.h>\n', '#include "c10/cuda/X.h"\n', "#include <nccl.h>\n",
+                            '# include "a.h"\n', "x #include <cuda.h>\n"])
+
+
+def resolve(header: str, rel: str, quoted: bool) -> str | None:
+    return header.replace("cuda", "hip") if header.startswith("c10/") else None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(TOKENS), INCLUDES), max_size=40).map("".join),
+       st.sampled_from(range(len(PORTERS))))
+def test_a_port_is_the_slow_paths_port(text, which):
+    """The ported text and every change (offset, old, new, profile entry) are the same both ways."""
+    porter = PORTERS[which]
+    assert porter.port(text, "a.cu", resolve) == porter.port(text, "a.cu", resolve, slow=True)
