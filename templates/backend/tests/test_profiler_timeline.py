@@ -8,7 +8,7 @@ import random
 import pytest
 import torch
 from torch.autograd import DeviceType
-from torch.profiler import ProfilerActivity, profile
+from torch.profiler import ProfilerActivity, profile, schedule
 
 from conftest import DEVICE, pkg
 
@@ -111,6 +111,36 @@ def test_every_kernel_and_copy_of_a_random_program_is_linked_to_its_operator(see
     for (op, _), s in zip(got, steps):
         assert op == STEPS[s][1] or (STEPS[s][1] is None and op in COPY_OPS), (op, s)
     assert all(e.time_range.elapsed_us() > 0 for e in device_events(prof))
+
+
+def test_the_backward_pass_kernels_are_linked_to_the_operators_of_autograd_s_thread():
+    w = torch.randn(32, 16, device=DEVICE, requires_grad=True)
+    x = torch.randn(8, 32, device=DEVICE)
+    with profile(activities=DEVICE_ACTIVITIES) as prof:
+        (x @ w).relu().sum().backward()
+    events = device_events(prof)
+    ops = [e for e in prof.events() if e.device_type == DeviceType.CPU and e.kernels]
+    # every device event is under exactly one operator
+    assert sorted(k.name for e in ops for k in e.kernels) == sorted(e.name for e in events)
+    forward = {e.thread for e in ops if e.name == "aten::relu"}
+    backward = {e.thread for e in ops if e.name == "aten::mm"} - forward  # w's gradient
+    assert len(forward) == 1 and len(backward) == 1, [(e.name, e.thread) for e in ops]
+    assert all(e.time_range.elapsed_us() > 0 for e in events)
+    torch.testing.assert_close(w.grad.cpu(), x.cpu().t() @ ((x.cpu() @ w.detach().cpu()) > 0).float())
+
+
+def test_a_scheduled_profile_records_its_active_steps_only():
+    x = torch.randn(16, 16, device=DEVICE)
+    traces = []
+    with profile(activities=DEVICE_ACTIVITIES, on_trace_ready=lambda p: traces.append(
+            [e.name for e in device_events(p)]),
+            schedule=schedule(wait=1, warmup=1, active=2, repeat=2)) as prof:
+        for step in range(8):
+            (x @ x) if step % 2 else x.add(x)
+            prof.step()
+    # steps 2, 3 and 6, 7 are active: (add, mm) twice; the wait and warmup steps left nothing
+    assert traces == [[kernel("add.Tensor"), kernel("mm")]] * 2
+    assert pkg._C.device_trace() == (False, 0)
 
 
 def test_each_event_is_on_the_device_that_ran_it(two_devices):
