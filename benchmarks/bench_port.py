@@ -1,13 +1,15 @@
 """Benchmark `tdev port --to hip` of a torch_cuda extraction against PyTorch's own hipify over a
 copy of the same files, in the same run (ratio of medians).
 
-    python benchmarks/bench_port.py [--extraction DIR | --tree PATH] [--runs N]
+    python benchmarks/bench_port.py [--extraction DIR | --tree PATH] [--runs N | --quick]
 
 Both are timed as whole programs, from outside, each in a fresh process: hipify as
 ``tests/support/port.py`` runs it (the stage-1 torch wheel's ``torch/utils/hipify``, imported
 without torch, ``is_pytorch_extension=True``, over a fresh copy of the extraction; the copy is
 not timed), and ``tdev port EXTRACTION --to hip --out NEW``. Target: tdev port <= 1/5 of hipify's
-wall time. Both run with compiled bytecode, as an installed package does (a bytecode cache under
+wall time. Each timed run starts after ``sync`` and a short pause (creating files right after
+others were written or deleted can take ten times as long on a disk with online discard), the
+two in turns first; the median of the runs of each. Both run with compiled bytecode, as an installed package does (a bytecode cache under
 the run's temporary directory, filled by one untimed run of each). Also printed: the CPU time (user + system) of each, which a loaded machine changes
 less than the wall time, and the share of files identical to hipify's.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import resource
 import shutil
 import statistics
@@ -33,8 +36,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--extraction", type=Path, help="a tdev extract output (default: extract --tree)")
     ap.add_argument("--tree", type=Path, help="PyTorch tree (default: tools/get-pytorch-src.sh 2.6.0)")
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=7, help="timed runs of each (default 7)")
+    ap.add_argument("--quick", action="store_true", help="3 runs (for CI)")
     a = ap.parse_args()
+    runs = 3 if a.quick else a.runs
     from support.port import HIPIFY_DRIVER, STAGE1_PYTHON, compare, extract, run_hipify
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -47,23 +52,23 @@ def main() -> int:
         hip_s, port_s, hip_cpu, port_cpu = [], [], [], []
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
-        for i in range(-1, a.runs):  # run -1 fills the bytecode caches, untimed
+        load_before = os.getloadavg()
+        for i in range(-1, runs):  # run -1 fills the bytecode caches, untimed
             copy = work / f"hipify{i}"
             shutil.copytree(ext, copy, symlinks=True)
-            t, c = time.perf_counter(), _children_cpu()
-            subprocess.run([str(STAGE1_PYTHON), "-c", HIPIFY_DRIVER, str(copy)], check=True,
-                           capture_output=True, env=env)
-            hip_s.append(time.perf_counter() - t)
-            hip_cpu.append(_children_cpu() - c)
+            out = work / f"port{i}" / "torch_hip"
+            hip = [str(STAGE1_PYTHON), "-c", HIPIFY_DRIVER, str(copy)]
+            port = [sys.executable, "-m", "tdev", "port", str(ext), "--to", "hip", "--out", str(out)]
+            # each starts on a settled disk (written data and deletions flushed), in turns first
+            for name in (("hip", "port") if i % 2 == 0 else ("port", "hip")):
+                wall, cpu = _timed(hip if name == "hip" else port, env)
+                (hip_s if name == "hip" else port_s).append(wall)
+                (hip_cpu if name == "hip" else port_cpu).append(cpu)
             shutil.rmtree(copy)
-            t, c = time.perf_counter(), _children_cpu()
-            subprocess.run([sys.executable, "-m", "tdev", "port", str(ext), "--to", "hip", "--out",
-                            str(work / f"port{i}" / "torch_hip")], check=True, capture_output=True, env=env)
-            port_s.append(time.perf_counter() - t)
-            port_cpu.append(_children_cpu() - c)
-            shutil.rmtree(work / f"port{i}")
+            shutil.rmtree(out.parent)
             if i < 0:
                 hip_s.clear(), port_s.clear(), hip_cpu.clear(), port_cpu.clear()
+        load_after = os.getloadavg()
         from tdev.port.plan import make_plan
         from tdev.port.profile import load_named
 
@@ -79,7 +84,18 @@ def main() -> int:
           f"{'met' if port / hip <= TARGET else 'NOT met'}")
     hc, pc = statistics.median(hip_cpu), statistics.median(port_cpu)
     print(f"CPU (user + system): hipify median {hc:.3f} s, tdev port median {pc:.3f} s, ratio {pc / hc:.3f}")
+    print(f"machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}; "
+          f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after")
     return 0
+
+
+def _timed(cmd: list[str], env: dict) -> tuple[float, float]:
+    """Wall and CPU seconds of ``cmd``, started after a sync and a short pause."""
+    os.sync()
+    time.sleep(0.3)
+    t, c = time.perf_counter(), _children_cpu()
+    subprocess.run(cmd, check=True, capture_output=True, env=env)
+    return time.perf_counter() - t, _children_cpu() - c
 
 
 def _children_cpu() -> float:

@@ -81,3 +81,33 @@ def test_a_port_is_the_slow_paths_port(text, which):
     """The ported text and every change (offset, old, new, profile entry) are the same both ways."""
     porter = PORTERS[which]
     assert porter.port(text, "a.cu", resolve) == porter.port(text, "a.cu", resolve, slow=True)
+
+
+def test_the_forked_half_gives_the_plain_loops_answers(monkeypatch):
+    """In order; an error is the first failing item's, as the plain loop raises it; a forked
+    process that dies is made up for."""
+    import os
+    import signal
+
+    import pytest
+
+    from tdev.port import workers
+
+    monkeypatch.setattr(workers, "_free_core", lambda: True)
+    items = list(range(101))
+    got = workers.forked_map(lambda x: (x, os.getpid()), items)
+    assert [x for x, _ in got] == items and len({pid for _, pid in got}) == 2  # two processes, in order
+
+    def failing(x):
+        if x in (33, 70):
+            raise ValueError(x)
+        return x
+    with pytest.raises(ValueError, match="33"):
+        workers.forked_map(failing, items)
+    parent = os.getpid()
+
+    def dies_there(x):
+        if os.getpid() != parent and x == 51:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return -x
+    assert workers.forked_map(dies_there, items) == [-x for x in items]

@@ -20,6 +20,7 @@ from tdev.extract.layout import MANIFEST_NAME, REPORT_NAME
 
 from .profile import Profile
 from .rewrite import Change, Porter, finish, lines_of
+from .workers import forked_map
 
 INCLUDE_ROOTS = ("aten/src/", "")  # below these the PyTorch sources are spelled in #include
 MAX_SOURCE_BYTES = 16 * 1024 * 1024
@@ -95,9 +96,8 @@ def include_index(entries) -> dict[str, str]:
 
 
 def make_plan(extraction: str | os.PathLike, profile: Profile, *, slow: bool = False) -> PortPlan:
-    """The port of every file (``slow``: names found by the one-pattern slow path). One
-    process: two forked workers were measured slower here than one (the results travel back
-    through pipes)."""
+    """The port of every file (``slow``: names found by the one-pattern slow path, regions read
+    one character at a time), half of them in a forked process (``workers.forked_map``)."""
     out = Path(extraction)
     m = xmanifest.load_manifest(out)
     entries = [e for e in m.entries if e.role != "report"]
@@ -152,7 +152,7 @@ def make_plan(extraction: str | os.PathLike, profile: Profile, *, slow: bool = F
         return PortedFile(dest[p], p, new.encode("utf-8", "surrogateescape"), exe, True,
                           tuple(sorted(lines_of(text, edits) + extra, key=lambda c: c.line)), digest), notes
 
-    results = [one(p) for p in paths]
+    results = forked_map(one, paths)
     files = [f for f, _ in results]
     notes = [n for _, ns in results for n in ns]
     return PortPlan(str(out), profile, files, dict(m.torch),

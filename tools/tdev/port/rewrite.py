@@ -140,6 +140,8 @@ def finish(porter: Porter, text: str, rel: str, dest: str) -> tuple[str, list[Ch
     if math and "std::" in text and globs(tuple(math.get("files", ())))(base) and not globs(tuple(math.get("except", ())))(rel):
         for old, new in math.get("map", {}).items():
             key, pos = old + "(", 0
+            if key not in text:
+                continue
             while (pos := text.find(key, pos)) >= 0:
                 changes.append(Change(text.count("\n", 0, pos) + 1, old, new, "device_math"))
                 pos += len(key)

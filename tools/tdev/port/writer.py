@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import posixpath
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,10 +26,6 @@ from tdev.extract.localwork import LocalChanges
 from . import FAULT_ENV
 from .manifest import MANIFEST_NAME, REPORT_NAME, PortManifestError, render, sha256, verify
 from .plan import PortPlan
-
-
-WRITERS = 4  # threads writing the files
-BATCH = 64  # files per thread's turn (a fault checkpoint between turns)
 
 
 class PortOutputError(InputError):
@@ -135,23 +130,21 @@ def _locked(plan: PortPlan, out: Path, discard: bool, faults: FaultPoints) -> Wr
 
     def fill(new: Path) -> None:
         made: set[str] = set()
-        jobs = []
-        for dest in sorted(data):
-            parent = posixpath.dirname(os.path.join(new, dest))
+        for k, (dest, (b, exe)) in enumerate(sorted(data.items()), 1):
+            path = os.path.join(new, dest)
+            parent = posixpath.dirname(path)
             if parent not in made:
                 os.makedirs(parent, exist_ok=True)
                 made.add(parent)
-            jobs.append(dest)
-        # in a few threads: creating a file is the kernel's work, done beside the others; every
-        # thread has ended before this returns or raises
-        with ThreadPoolExecutor(WRITERS) as pool:
-            done = []
-            for k in range(0, len(jobs), BATCH):
-                if k:
-                    faults.checkpoint("files")
-                done.append(pool.submit(_put, jobs[k:k + BATCH], new, out, data, old, digests))
-            for d in done:
-                d.result()
+            if old.get(dest) == digests[dest]:
+                os.link(out / dest, path)  # unchanged: the same file, inode and mtime
+                continue
+            with open(path, "wb") as fh:
+                fh.write(b)
+            if exe:
+                os.chmod(path, 0o755)
+            if k % 64 == 0:
+                faults.checkpoint("files")
         if work is not None:
             localwork.carry(work, out, new)
         with open(new / MANIFEST_NAME, "wb") as fh:  # last: a tree with a manifest is complete
@@ -159,23 +152,3 @@ def _locked(plan: PortPlan, out: Path, discard: bool, faults: FaultPoints) -> Wr
 
     replace_tree(out, fill, on_step=faults.checkpoint)
     return WriteResult(str(out), len(data), True, sorted(rewritten), list(work.keep_files) if work else [])
-
-
-def _put(dests: list[str], new: Path, out: Path, data: dict, old: dict, digests: dict) -> None:
-    """Write ``dests`` into the new tree; a file whose bytes do not change is hard-linked from the
-    previous tree (the same file, inode and mtime)."""
-    for dest in dests:
-        path = os.path.join(new, dest)
-        if old.get(dest) == digests[dest]:
-            os.link(out / dest, path)
-            continue
-        b, exe = data[dest]
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-        try:
-            view = memoryview(b)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-        if exe:
-            os.chmod(path, 0o755)
