@@ -115,8 +115,7 @@ class FastNames:
 
     def find(self, text: str) -> list[tuple[int, int]]:
         cands = self._candidates(text)
-        if len(self.heads) + len(self.rest) > 1:
-            cands.sort()  # a place found twice: the second time it is behind the match or read again
+        cands.sort()  # a place found twice: the second time it is behind the match or read again
         out: list[tuple[int, int]] = []
         pos, at = 0, self.match_at
         for i, end in cands:
