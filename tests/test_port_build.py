@@ -151,9 +151,7 @@ def check(tree: Path) -> tuple[subprocess.CompletedProcess, dict]:
 
 @pytest.mark.realtree
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["hip", "musa", pytest.param("maca", marks=pytest.mark.xfail(
-    strict=True, reason="the maca profile keeps CUDA's file names but renames the include of the "
-    "build-generated c10/cuda/impl/cuda_cmake_macros.h to mc_cmake_macros.h"))])
+@pytest.mark.parametrize("name", ["hip", "musa", "maca"])
 def test_check_passes_on_the_ported_runtime_units(ported, name):
     _, work = ported
     r, doc = check(work / f"torch_{name}")

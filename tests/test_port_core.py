@@ -167,3 +167,22 @@ def test_not_an_extraction_is_one_error(tmp_path):
     with pytest.raises(ManifestError) as e:
         make_plan(tmp_path / "x", load_named("hip"))
     assert "not a tree written by tdev extract" in str(e.value)
+
+
+def test_an_include_of_a_header_the_build_generates_is_named_like_a_file(tmp_path):
+    """``X.h`` made by the build from ``X.h.in`` (CMake's configure_file): the include is spelled
+    as the profile's path rules name the file, not rewritten as text (maca keeps CUDA's file
+    names; its "cuda" prefix must not make the include name a header nothing generates)."""
+    files = {"torch_cuda/csrc/c10/cuda/impl/cuda_cmake_macros.h.in": ("c10/cuda/impl/cuda_cmake_macros.h.in",
+                                                                      "#cmakedefine C10_CUDA_BUILD_SHARED_LIBS\n"),
+             "torch_cuda/csrc/c10/cuda/CUDAMacros.h": ("c10/cuda/CUDAMacros.h",
+                                                       "#include <c10/cuda/impl/cuda_cmake_macros.h>\n"
+                                                       "#include \"impl/cuda_cmake_macros.h\"\ncudaError_t e;\n")}
+    ext = make_extraction(tmp_path / "torch_cuda", files)
+    want = {"maca": ("c10/cuda/impl/cuda_cmake_macros.h", "impl/cuda_cmake_macros.h"),
+            "musa": ("c10/musa/impl/musa_cmake_macros.h", "impl/musa_cmake_macros.h")}
+    for name, (angled, quoted) in want.items():
+        plan = make_plan(ext, load_named(name))
+        text = next(f for f in plan.files if f.source.endswith("CUDAMacros.h")).data.decode()
+        assert text.splitlines()[:2] == [f"#include <{angled}>", f'#include "{quoted}"'], (name, text)
+        assert "Error_t e;" in text and not plan.unresolved

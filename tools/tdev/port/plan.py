@@ -112,12 +112,14 @@ def make_plan(extraction: str | os.PathLike, profile: Profile, *, slow: bool = F
     def resolve(header: str, rel: str, quoted: bool, notes: list) -> str | None:
         if header.startswith(prefixes):
             return profile.rename(header)
-        target, beside = None, False
+        target, beside, near = None, False, ""
         if quoted:  # beside the including file first
             near = posixpath.normpath(posixpath.join(posixpath.dirname(rel), header))
             target, beside = (near, True) if near in listed else (None, False)
         if target is None:
             target = index.get(header)
+        if target is None and by_spelling and (quoted and f"{near}.in" in listed or f"{header}.in" in index):
+            return profile.rename(header)  # the build writes it from its template: named like a file
         if target is None:
             if quoted:
                 notes.append(("unresolved", rel, header))

@@ -30,7 +30,8 @@ class Change:
         return [self.line, self.old, self.new, self.origin]
 
 
-# an include spelling -> the ported spelling when it names a file of the extraction, else None
+# an include spelling -> the ported spelling when it names a file of the extraction (or one the
+# build writes from a template there), else None
 Resolver = Callable[[str, str, bool], "str | None"]
 
 
@@ -88,12 +89,13 @@ class Porter:
         found = reference_regions(text) if slow else regions(text, include_horizon(text) if everywhere else None)
         starts = [r.start for r in found]
         edits: list[tuple[int, str, str, str]] = []
-        for inc in (r for r in found if r.kind == INCLUDE):
-            self._include(text, inc, rel, resolve, edits)
+        taken = {inc.start for inc in found if inc.kind == INCLUDE and self._include(text, inc, rel, resolve, edits)}
         for a, b in self.spans(text, slow):
             where = region_at(starts, found, a)
+            # a name inside a header name that no header rule or file took is rewritten as
+            # text, like the rest of the directive
             if where is not None and not allowed[where.kind] and not (
-                    where.kind == INCLUDE and self._inside_kept_header(where, edits)):
+                    where.kind == INCLUDE and where.start not in taken):
                 continue
             word = text[a:b]
             got = self._replace_name(word)
@@ -110,23 +112,20 @@ class Porter:
         pieces.append(text[pos:])
         return "".join(pieces), [e for e in edits]
 
-    @staticmethod
-    def _inside_kept_header(where: Region, edits: list) -> bool:
-        """A name inside a header name that no header rule or rename took: rewritten as text,
-        like the rest of the directive."""
-        return not any(e[0] == where.header[0] for e in edits)
-
-    def _include(self, text: str, inc: Region, rel: str, resolve: Resolver, edits: list) -> None:
+    def _include(self, text: str, inc: Region, rel: str, resolve: Resolver, edits: list) -> bool:
+        """The header name's edit, if any; whether a header rule or a file took it (its spelling
+        is then the rule's or the file's, even where that is the spelling it has)."""
         a, b = inc.header
         header = text[a:b]
         quoted = text[a - 1] == '"'
         rule = self.headers.get(header)
         if rule is not None:
             edits.append((a, header, rule.target, rule.origin))
-            return
+            return True
         found = resolve(header, rel, quoted)
         if found is not None and found != header:
             edits.append((a, header, found, "include: renamed with the file it names"))
+        return found is not None
 
 
 def finish(porter: Porter, text: str, rel: str, dest: str) -> tuple[str, list[Change]]:
