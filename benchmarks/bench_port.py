@@ -7,9 +7,10 @@ Both are timed as whole programs, from outside, each in a fresh process: hipify 
 ``tests/support/port.py`` runs it (the stage-1 torch wheel's ``torch/utils/hipify``, imported
 without torch, ``is_pytorch_extension=True``, over a fresh copy of the extraction; the copy is
 not timed), and ``tdev port EXTRACTION --to hip --out NEW``. Target: tdev port <= 1/5 of hipify's
-wall time. Each timed run starts after ``sync`` and a short pause (creating files right after
-others were written or deleted can take ten times as long on a disk with online discard), the
-two in turns first; the median of the runs of each. Both run with compiled bytecode, as an installed package does (a bytecode cache under
+wall time. Each timed run starts after ``sync`` and a short pause, the two in turns first, and
+no output is deleted before the end (ext4 looks past recently deleted inodes when it allocates
+new ones: creating files within seconds of a large deletion takes up to ten times as long); the
+median of the runs of each. Both run with compiled bytecode, as an installed package does (a bytecode cache under
 the run's temporary directory, filled by one untimed run of each). Also printed: the CPU time (user + system) of each, which a loaded machine changes
 less than the wall time, and the share of files identical to hipify's.
 """
@@ -64,8 +65,8 @@ def main() -> int:
                 wall, cpu = _timed(hip if name == "hip" else port, env)
                 (hip_s if name == "hip" else port_s).append(wall)
                 (hip_cpu if name == "hip" else port_cpu).append(cpu)
-            shutil.rmtree(copy)
-            shutil.rmtree(out.parent)
+            # nothing is deleted until the end: ext4 skips recently deleted inodes when it
+            # allocates new ones, which makes creating files after a large deletion slow
             if i < 0:
                 hip_s.clear(), port_s.clear(), hip_cpu.clear(), port_cpu.clear()
         load_after = os.getloadavg()
