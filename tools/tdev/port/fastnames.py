@@ -8,8 +8,10 @@ position (and takes long to compile). So candidates are found in two ways:
 * **heads**: names and prefixes are grouped by the first two characters of their leading
   identifier (``cu`` for ``cudaMalloc``); a frequent head is searched for as a literal, at the
   start of an identifier, and the identifier found there is looked up;
-* **the rest** (names of rare heads, names that start with punctuation): one small pattern of their
-  texts that only says "one of them may start here".
+* **the rest** (names of rare heads, names that start with punctuation): each is put under one of
+  its characters, chosen so that there are few such characters and they are rarely seen in C++
+  (a greedy cover); a pattern per character starts with it as a literal, reads on as one of the
+  names under it and checks the name's text before it, and so says "one of them starts here".
 
 At each candidate, the slow pattern's answer is computed exactly: the longest name that starts
 there and ends before a non-word character, else the longest prefix followed by a word
@@ -21,11 +23,9 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from .lexer import trie_pattern
-
 _RUN = re.compile(r"\w+")
-ALL_HEADS = 6  # up to this many heads, each is searched for; none is left to the rest pattern
-MAJOR = 50  # with more heads, those of at least this many entries are; the rest share one pattern
+ALL_HEADS = 6  # up to this many heads (and no entry that starts with punctuation): each searched for
+MAJOR = 50  # else the heads of at least this many entries are; the other entries are "the rest"
 
 
 def _word(ch: str) -> bool:

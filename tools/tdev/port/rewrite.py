@@ -7,7 +7,6 @@ and renamed like the file they name. Each change is a ``Change`` (line, old, new
 entry), the evidence the manifest and ``--dry-run`` show."""
 from __future__ import annotations
 
-import bisect
 import functools
 import re
 from dataclasses import dataclass
