@@ -186,3 +186,19 @@ def test_an_include_of_a_header_the_build_generates_is_named_like_a_file(tmp_pat
         text = next(f for f in plan.files if f.source.endswith("CUDAMacros.h")).data.decode()
         assert text.splitlines()[:2] == [f"#include <{angled}>", f'#include "{quoted}"'], (name, text)
         assert "Error_t e;" in text and not plan.unresolved
+
+
+def test_an_include_of_a_file_that_keeps_its_name_keeps_naming_it(tmp_path):
+    """musa's path rules keep NCCLUtils.hpp (no "cuda" in it) but its NCCL prefix would make the
+    include, read as text, name MCCLUtils.hpp, a file the ported tree does not have."""
+    files = {"torch_cuda/csrc/framework/c10d/NCCLUtils.hpp": ("torch/csrc/distributed/c10d/NCCLUtils.hpp",
+                                                             "#pragma once\n"),
+             "torch_cuda/csrc/framework/c10d/ProcessGroupNCCL.cpp": (
+                 "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
+                 "#include <torch/csrc/distributed/c10d/NCCLUtils.hpp>\nncclComm_t c;\n")}
+    ext = make_extraction(tmp_path / "torch_cuda", files)
+    plan = make_plan(ext, load_named("musa"))
+    ported = {f.source: f for f in plan.files}
+    assert ported["torch_cuda/csrc/framework/c10d/NCCLUtils.hpp"].dest == "torch_musa/csrc/framework/c10d/NCCLUtils.hpp"
+    text = ported["torch_cuda/csrc/framework/c10d/ProcessGroupNCCL.cpp"].data.decode()
+    assert text == "#include <torch/csrc/distributed/c10d/NCCLUtils.hpp>\nmcclComm_t c;\n"

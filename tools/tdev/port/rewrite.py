@@ -46,6 +46,15 @@ class Porter:
         """The slow path: one pattern (the tests hold the fast one to it)."""
         return names_pattern(self.plain, self.profile.prefixes)
 
+    @functools.cached_property
+    def _unless(self) -> re.Pattern | None:
+        heads = "|".join(map(re.escape, self.profile.device_include.get("unless_included", ())))
+        return re.compile(f'#include (?:<(?:{heads})>|"(?:{heads})")') if heads else None
+
+    def included(self, text: str) -> bool:
+        """Whether ``text`` includes one of ``device_include``'s ``unless_included`` headers."""
+        return self._unless is not None and self._unless.search(text) is not None
+
     @classmethod
     def of(cls, profile: Profile) -> "Porter":
         headers = dict(profile.headers)
@@ -140,13 +149,15 @@ def finish(porter: Porter, text: str, rel: str, dest: str) -> tuple[str, list[Ch
             key, pos = old + "(", 0
             if key not in text:
                 continue
+            line, counted = 1, 0
             while (pos := text.find(key, pos)) >= 0:
-                changes.append(Change(text.count("\n", 0, pos) + 1, old, new, "device_math"))
+                line += text.count("\n", counted, pos)
+                counted = pos
+                changes.append(Change(line, old, new, "device_math"))
                 pos += len(key)
             text = text.replace(key, new + "(")
     inc = prof.device_include
-    if inc and not any(f"#include <{h}>" in text or f'#include "{h}"' in text
-                       for h in inc.get("unless_included", ())):
+    if inc and not porter.included(text):
         if any(w in text for w in inc.get("when", ())) or any(
                 w in text and re.search(rf"(?<!\w){re.escape(w)}\b\w*\(", text) for w in inc.get("when_called", ())):
             text = f"#include {inc['include']}\n" + text
