@@ -60,12 +60,14 @@ def test_a_static_libstdcxx_exporting_its_once_state_fails_the_closure(stage1, t
     hidden = elfsyms.read_table(_lib(tmp_path, "hidden", "-Wl,--exclude-libs,ALL"))
     shared = elfsyms.read_table(_lib(tmp_path, "shared", "-Wl,--exclude-libs,ALL", static=False))
     plain = elfsyms.read_table(_c_lib(tmp_path))
-    runtimes = (data.runtime_libraries, data.runtime_definitions)
-    assert "libstdc++.so.6" in runtimes[0] and "__gxx_personality_v0" in runtimes[1]
+    runtimes = {"runtime_libraries": data.runtime_libraries,
+                "runtime_definitions": data.runtime_definitions}
+    assert "libstdc++.so.6" in data.runtime_libraries
+    assert "__gxx_personality_v0" in data.runtime_definitions
 
     def check(lib):
         return closure([lib], providers, stock, subset=True, runtime_state=state,
-                       runtime=runtimes)
+                       **runtimes)
 
     bad = check(exposed)
     assert not bad.ok and bad.nowhere == () and bad.unknown_needed == ()
@@ -83,9 +85,9 @@ def test_a_static_libstdcxx_exporting_its_once_state_fails_the_closure(stage1, t
     # every stock CUDA library and every provider (read whole) uses the shared one
     providers = elfsyms.read_tables(provider_paths(site, data, os.environ))
     cxx_runtime = ("libstdc++.so.6", "libgcc_s.so.1")
-    assert closure(stock, [], [], subset=True, runtime=runtimes).private_runtime == ()
+    assert closure(stock, [], [], subset=True, **runtimes).private_runtime == ()
     assert closure([t for t in providers if t.name not in cxx_runtime], [], [], subset=True,
-                   runtime=runtimes).private_runtime == ()
+                   **runtimes).private_runtime == ()
     # the stock libraries and stage 1's pass: the check names no false culprit; the C++ runtime
     # itself (a provider, not a standalone library) is where these belong
     runtime = ("libstdc++.so.6", "libgcc_s.so.1")

@@ -8,6 +8,9 @@
 # Checked at configure time by linking a one-line shared library with this project's compiler
 # and link flags. TORCH_CUDA_LIBSTDCXX=<path to libstdc++.so.6> links that shared libstdc++
 # ahead of the compiler's own (for a compiler that has only the static one).
+# What a static archive brings into a library stays inside it: its symbols are not exported.
+add_link_options("LINKER:--exclude-libs,ALL")
+
 set(TORCH_CUDA_LIBSTDCXX "" CACHE FILEPATH
     "a shared libstdc++ to link the libraries against (for a compiler that has only libstdc++.a)")
 if(TORCH_CUDA_LIBSTDCXX)

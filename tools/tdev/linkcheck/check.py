@@ -100,7 +100,7 @@ class ClosureResult:
     unknown_needed: tuple[tuple[str, str], ...] = ()
     # (library, symbol): the C++ runtime's per-process state a standalone library exports
     runtime_state: tuple[tuple[str, str], ...] = ()
-    # standalone libraries with C++ symbols that need no shared C++ runtime: a private copy
+    # standalone libraries that define C++ runtime symbols and need no shared runtime: a private copy
     private_runtime: tuple[str, ...] = ()
 
     @property
@@ -131,14 +131,16 @@ def closure(standalone: Iterable[SymbolTable], providers: Iterable[SymbolTable],
             stock_cuda: Iterable[SymbolTable], subset: bool = False,
             interpreter: Iterable[SymbolTable] = (),
             runtime_state: Iterable[str] = (),
-            runtime: tuple[Iterable[str], Iterable[str]] = ((), ())) -> ClosureResult:
+            runtime_libraries: Iterable[str] = (),
+            runtime_definitions: Iterable[str] = ()) -> ClosureResult:
     """Resolve every GLOBAL undefined symbol of ``standalone`` against the exports of
     ``providers`` and of the standalone libraries themselves; an extension module's also against
     ``interpreter`` (libpython, or the executable that exports the C API), which no other
     library may bind to: libtorch_cuda referencing Python is a fault, _CUDAC doing so is not.
     A standalone library exporting one of ``runtime_state`` (the C++ runtime's per-process state,
     linked in statically) fails too: the process's other libraries would bind to its copy; so
-    does one with a private copy (``runtime``: see :func:`private_runtime`)."""
+    does one with a private copy (``runtime_libraries``, ``runtime_definitions``: see
+    :func:`private_runtime`)."""
     standalone, providers, stock_cuda = tuple(standalone), tuple(providers), tuple(stock_cuda)
     exported, python = DefIndex(standalone + providers), DefIndex(interpreter)
     needed: dict[Ref, list[str]] = {}
@@ -168,7 +170,7 @@ def closure(standalone: Iterable[SymbolTable], providers: Iterable[SymbolTable],
                          tuple(x for x in unknown if os.path.basename(x[1]) in stock_names),
                          tuple(x for x in unknown if os.path.basename(x[1]) not in stock_names),
                          runtime_exports(standalone, runtime_state),
-                         private_runtime(standalone, *runtime))
+                         private_runtime(standalone, runtime_libraries, runtime_definitions))
 
 
 def runtime_exports(standalone: Iterable[SymbolTable], names: Iterable[str]) -> tuple[tuple[str, str], ...]:

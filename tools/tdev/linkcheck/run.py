@@ -46,8 +46,8 @@ def link_check(libs: Sequence[Path], *, source: Path | None, stage1_python: Path
     read = inputs.read_inputs(list(libs), site, data, env, jobs=jobs, progress=progress,
                               extra_providers=list(providers), interpreter=interpreter)
     closed = check.closure(read.standalone, read.providers, read.stock_cuda, subset,
-                           read.interpreter, data.runtime_state,
-                           (data.runtime_libraries, data.runtime_definitions))
+                           read.interpreter, data.runtime_state, data.runtime_libraries,
+                           data.runtime_definitions)
     covered = check.coverage(read.standalone, read.importers, read.stock_cuda, read.providers)
     files = groups.source_index(source, data.sources_exclude) if source else ()
     return LinkReport(closed, groups.group(covered, data.groups, files), site.torch_dir, subset,

@@ -23,13 +23,11 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
+from .lexer import word_char
+
 _RUN = re.compile(r"\w+")
 ALL_HEADS = 6  # up to this many heads (and no entry that starts with punctuation): each searched for
 MAJOR = 50  # else the heads of at least this many entries are; the other entries are "the rest"
-
-
-def _word(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
 
 
 def _key(entry: str) -> str:
@@ -57,7 +55,7 @@ class FastNames:
         heads: dict[str, list[str]] = {}
         rest: list[str] = []
         for e in names | prefixes:
-            if _word(e[0]):
+            if word_char(e[0]):
                 heads.setdefault(_key(e)[:2], []).append(e)
             else:
                 rest.append(e)
@@ -68,7 +66,7 @@ class FastNames:
         rest += [e for h, es in heads.items() if h not in searched for e in es]
         # a head as a literal, where no word character is before it; the identifier it starts
         self.heads = [(re.compile(re.escape(h) + rf"(?<!\w{re.escape(h)})\w*"),
-                       tuple(sorted({_key(p) for p in prefixes if _word(p[0]) and _key(p)[:2] == h})))
+                       tuple(sorted({_key(p) for p in prefixes if word_char(p[0]) and _key(p)[:2] == h})))
                       for h in sorted(searched)]
         self.rest = _rest_patterns(rest)
 
@@ -96,20 +94,20 @@ class FastNames:
 
     def match_at(self, text: str, i: int) -> int | None:
         """Where the slow pattern's match at ``i`` ends, None when it has none there."""
-        if i and _word(text[i - 1]):
+        if i and word_char(text[i - 1]):
             return None
         n = len(text)
         ch = text[i]
-        key = _RUN.match(text, i).group(0) if _word(ch) else ch
+        key = _RUN.match(text, i).group(0) if word_char(ch) else ch
         for name in self.by_key.get(key, ()):
             if text.startswith(name, i):
                 end = i + len(name)
-                if end == n or not _word(text[end]):
+                if end == n or not word_char(text[end]):
                     return end
         for p in self.prefixes.get(ch, ()):
             if text.startswith(p, i):
                 end = i + len(p)
-                if end < n and _word(text[end]):
+                if end < n and word_char(text[end]):
                     return _RUN.match(text, end).end()
         return None
 

@@ -43,7 +43,7 @@ class Region:
     header: tuple[int, int] | None = None  # for an include: the header name's span
 
 
-def _word(ch: str) -> bool:
+def word_char(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
@@ -57,7 +57,7 @@ def _line_start(text: str, i: int) -> bool:
 def _prefix_start(text: str, i: int) -> int:
     """Where the literal whose quote is at ``i`` starts (its encoding prefix and R)."""
     j = i
-    while j > 0 and _word(text[j - 1]):
+    while j > 0 and word_char(text[j - 1]):
         j -= 1
     return j
 
@@ -138,7 +138,7 @@ def reference_regions(text: str) -> list[Region]:
             i += 1
         elif ch in "\"'":
             k = i
-            while k > 0 and _word(text[k - 1]):
+            while k > 0 and word_char(text[k - 1]):
                 k -= 1
             prefix = text[k:i]
             raw = ch == '"' and prefix.endswith("R") and prefix[:-1] in _PREFIXES

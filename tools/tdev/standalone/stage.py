@@ -155,7 +155,8 @@ def stage_sources(manifest: Manifest, torch_source: Path | None, overlay: Path, 
     for key in result.patched if wheel_mode else ():
         if key in data and key.endswith(HEADER_SUFFIXES):
             out[root / "stage2" / PATCHED_INCLUDE / include_path(key)] = data[key]
-    # the overlay's stage projects, and the real _CUDAC's CMake (stage2/cudac_real.cmake uses it)
+    # the overlay's stage projects, the real _CUDAC's CMake (stage2/cudac_real.cmake uses it)
+    # and what both stages include (common/)
     for src, dest in (("stage1", "stage1"), ("stage2", "stage2"), ("cudac", "stage2/cudac"),
                       ("common", "stage1"), ("common", "stage2")):
         for f in sorted((overlay / src).rglob("*")):
