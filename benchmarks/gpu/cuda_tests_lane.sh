@@ -5,7 +5,7 @@
 # A test that kills the process (a signal) is named in DIR/crashed.txt and pytest runs the file
 # again from there (TDEV_RESUME: cuda_tests_probe deselects what already has a result); each run
 # leaves DIR/junit_<n>.xml, DIR/pytest_<n>.out and DIR/results_<pid>.tsv (a line a test).
-# "sh SCRIPT": runs SCRIPT (relative to the repository) instead, with the same environment.
+# "sh SCRIPT [ARGS]": runs SCRIPT (relative to the repository) instead, with the same environment.
 # Needs W, S, B, R, base_pp from cuda_tests.sh.
 set -uo pipefail
 dir=$1; spec=$2; budget=$3; T0=$(date +%s); mkdir -p "$dir"
@@ -21,7 +21,7 @@ if [ $rfc = 1 ]; then
 else
   export PYTHONPATH=$S:$base_pp TDEV_RT=$S; unset TORCH_CUDA_CUDAC
 fi
-if [ "${files[0]:-}" = sh ]; then bash "$R/${files[1]}"; exit; fi  # a script of its own
+if [ "${files[0]:-}" = sh ]; then bash "$R/${files[1]}" "${files[@]:2}"; exit; fi  # a script of its own
 echo "lane: GPU $LANE_GPU, rfc=$rfc, files: ${files[*]}, args: ${args[*]:-}"
 cd $W/test; n=0; : > $dir/crashed.txt
 for t in "${files[@]}"; do
