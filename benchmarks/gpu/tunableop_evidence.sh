@@ -4,7 +4,7 @@
 # then the test itself alone with a Python stack dump.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-sh $here/probe_both.sh tunableop_probe.py ${PROBE_TIMEOUT:-90}
+bash $here/probe_both.sh tunableop_probe.py ${PROBE_TIMEOUT:-90}
 echo "== the test alone, a stack dump after 120 s"
 cd $W/test && timeout 300 python3 -m pytest -p no:cacheprovider -c $W/pytest.ini -o faulthandler_timeout=120 \
   test_linalg.py -k test_matmul_offline_tunableop_cuda_float16 -q 2>&1 | grep -v '^\s*$' | tail -60
