@@ -50,6 +50,9 @@ def register(sub) -> None:
     p.add_argument("--check", action="store_true", help="syntax-check a sample of a ported tree's units "
                    "(g++ -fsyntax-only) against CUDA runtime declarations ported by its profile, not the "
                    "vendor's SDK (none is needed)")
+    p.add_argument("--torch-src", metavar="DIR", type=Path, help="with --check: the PyTorch source "
+                   "tree of the extraction's release, for PyTorch's headers (default: the tree the "
+                   "extraction records, else the installed torch when it is that release)")
     p.add_argument("--discard-changes", action="store_true", help="replace files edited since tdev "
                    "wrote them")
     p.add_argument("--json", action="store_true", help="print one JSON document")
@@ -63,8 +66,10 @@ def run(args: argparse.Namespace) -> int:
         return _derive(args)
     if args.check:
         if args.extraction is not None or args.to or args.dry_run or args.verify or args.out is None:
-            raise InputError("--check", "takes only --out (and --json)")
+            raise InputError("--check", "takes only --out (and --torch-src, --json)")
         return _check(args)
+    if args.torch_src is not None:
+        raise InputError("--torch-src", "only with --check")
     if args.verify:
         if args.extraction is not None or args.to or args.dry_run or args.out is None:
             raise InputError("--verify", "takes only --out (and --json)")
@@ -137,7 +142,7 @@ def _verify(args) -> int:
 def _check(args) -> int:
     from tdev.port.check import check_tree
 
-    res = check_tree(args.out)
+    res = check_tree(args.out, torch_src=args.torch_src)
     if args.json:
         json.dump(res.to_json(), sys.stdout, indent=1)
         print()
