@@ -1,7 +1,7 @@
 """Benchmark `tdev port --to hip` of a torch_cuda extraction against PyTorch's own hipify over a
 copy of the same files, in the same run (ratio of medians).
 
-    python benchmarks/bench_port.py [--extraction DIR | --tree PATH] [--runs N | --quick]
+    python benchmarks/bench_port.py [--extraction DIR | --tree PATH] [--runs N | --quick] [--baseline DIR]
 
 Both are timed as whole programs, from outside, each in a fresh process: hipify as
 ``tests/support/port.py`` runs it (the stage-1 torch wheel's ``torch/utils/hipify``, imported
@@ -39,6 +39,8 @@ def main() -> int:
     ap.add_argument("--tree", type=Path, help="PyTorch tree (default: tools/get-pytorch-src.sh 2.6.0)")
     ap.add_argument("--runs", type=int, default=7, help="timed runs of each (default 7)")
     ap.add_argument("--quick", action="store_true", help="3 runs (for CI)")
+    ap.add_argument("--baseline", type=Path, help="a directory holding another version's tdev package: "
+                    "its tdev port timed in the same turns")
     a = ap.parse_args()
     runs = 3 if a.quick else a.runs
     from support.port import HIPIFY_DRIVER, STAGE1_PYTHON, compare, extract, run_hipify
@@ -50,25 +52,31 @@ def main() -> int:
             tree = a.tree or Path(subprocess.check_output(
                 ["bash", str(REPO / "tools/get-pytorch-src.sh"), "2.6.0"], text=True).strip().splitlines()[-1])
             ext = extract(tree, work / "extraction" / "torch_cuda")
-        hip_s, port_s, hip_cpu, port_cpu = [], [], [], []
+        names = ["hip", "port"] + (["baseline"] if a.baseline else [])
+        walls: dict[str, list[float]] = {n: [] for n in names}
+        cpus: dict[str, list[float]] = {n: [] for n in names}
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
+        base_env = dict(env, PYTHONPATH=os.pathsep.join(
+            [str(a.baseline.resolve())] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))) if a.baseline else env
         load_before = os.getloadavg()
         for i in range(-1, runs):  # run -1 fills the bytecode caches, untimed
             copy = work / f"hipify{i}"
             shutil.copytree(ext, copy, symlinks=True)
-            out = work / f"port{i}" / "torch_hip"
-            hip = [str(STAGE1_PYTHON), "-c", HIPIFY_DRIVER, str(copy)]
-            port = [sys.executable, "-m", "tdev", "port", str(ext), "--to", "hip", "--out", str(out)]
+            cmds = {"hip": ([str(STAGE1_PYTHON), "-c", HIPIFY_DRIVER, str(copy)], env)}
+            for n, e in (("port", env), ("baseline", base_env)):
+                out = work / f"{n}{i}" / "torch_hip"
+                cmds[n] = ([sys.executable, "-m", "tdev", "port", str(ext), "--to", "hip", "--out", str(out)], e)
             # each starts on a settled disk (written data and deletions flushed), in turns first
-            for name in (("hip", "port") if i % 2 == 0 else ("port", "hip")):
-                wall, cpu = _timed(hip if name == "hip" else port, env)
-                (hip_s if name == "hip" else port_s).append(wall)
-                (hip_cpu if name == "hip" else port_cpu).append(cpu)
+            for name in names[i % len(names):] + names[:i % len(names)]:
+                wall, cpu = _timed(*cmds[name])
+                walls[name].append(wall)
+                cpus[name].append(cpu)
             # nothing is deleted until the end: ext4 skips recently deleted inodes when it
             # allocates new ones, which makes creating files after a large deletion slow
             if i < 0:
-                hip_s.clear(), port_s.clear(), hip_cpu.clear(), port_cpu.clear()
+                for n in names:
+                    walls[n].clear(), cpus[n].clear()
         load_after = os.getloadavg()
         from tdev.port.plan import make_plan
         from tdev.port.profile import load_named
@@ -76,21 +84,25 @@ def main() -> int:
         hipified, _ = run_hipify(ext, work)
         plan = make_plan(ext, load_named("hip"))
         c = compare(hipified, {f.source: f.data for f in plan.files})
-    hip, port = statistics.median(hip_s), statistics.median(port_s)
+    hip, port = statistics.median(walls["hip"]), statistics.median(walls["port"])
     print(f"files hipify saw: {len(hipified)}; identical: {len(c.identical)} ({100 * c.share:.2f} %), "
           f"different: {len(c.different)}, not ported: {len(c.missing)}")
-    print(f"hipify    median {hip:.3f} s  runs {' '.join(f'{x:.2f}' for x in hip_s)}")
-    print(f"tdev port median {port:.3f} s  runs {' '.join(f'{x:.2f}' for x in port_s)}")
+    print(f"hipify    median {hip:.3f} s  runs {' '.join(f'{x:.2f}' for x in walls['hip'])}")
+    print(f"tdev port median {port:.3f} s  runs {' '.join(f'{x:.2f}' for x in walls['port'])}")
     print(f"ratio (port / hipify) {port / hip:.3f}  target <= {TARGET:.3f}: "
           f"{'met' if port / hip <= TARGET else 'NOT met'}")
-    hc, pc = statistics.median(hip_cpu), statistics.median(port_cpu)
+    hc, pc = statistics.median(cpus["hip"]), statistics.median(cpus["port"])
     print(f"CPU (user + system): hipify median {hc:.3f} s, tdev port median {pc:.3f} s, ratio {pc / hc:.3f}")
+    if a.baseline:
+        b, bc = statistics.median(walls["baseline"]), statistics.median(cpus["baseline"])
+        print(f"baseline  median {b:.3f} s  runs {' '.join(f'{x:.2f}' for x in walls['baseline'])}; "
+              f"ratio {b / hip:.3f}; CPU median {bc:.3f} s ({a.baseline})")
     print(f"machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}; "
           f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after")
     return 0
 
 
-def _timed(cmd: list[str], env: dict) -> tuple[float, float]:
+def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     """Wall and CPU seconds of ``cmd``, started after a sync and a short pause."""
     os.sync()
     time.sleep(0.3)

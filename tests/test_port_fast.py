@@ -39,6 +39,8 @@ def test_fast_names_are_the_one_patterns_matches(sets, text):
     assert FastNames(names, prefixes).find(text) == slow
     assert FastNames(names, prefixes, all_heads=10**6, major=1).find(text) == slow  # every head searched
     assert FastNames(names, prefixes, all_heads=0, major=10**6).find(text) == slow  # every entry by its anchor
+    assert FastNames(names, prefixes, many=0).find(text) == slow  # each identifier's names by one pattern
+    assert FastNames(names, prefixes, many=10**6).find(text) == slow  # ... or one by one
 
 
 @settings(max_examples=300, deadline=None)
@@ -50,6 +52,7 @@ def test_fast_names_on_any_entries(names, prefixes, text):
     slow = slow_spans(names, prefixes, text)
     assert FastNames(names, prefixes).find(text) == slow
     assert FastNames(names, prefixes, all_heads=0, major=10**6).find(text) == slow
+    assert FastNames(names, prefixes, many=0).find(text) == slow
 
 
 def profile(rewrite_in: frozenset[str]) -> Profile:
@@ -111,3 +114,29 @@ def test_the_forked_half_gives_the_plain_loops_answers(monkeypatch):
             os.kill(os.getpid(), signal.SIGKILL)
         return -x
     assert workers.forked_map(dies_there, items) == [-x for x in items]
+
+
+def test_each_files_digest_is_its_bytes_digest(tmp_path):
+    """The digests the plan carries (reused from the source where the bytes are the source's)
+    are the bytes' own: copied, ported unchanged, ported and renamed; a large file
+    whole."""
+    from hashlib import sha256
+
+    from support.port import MINI, PROFILE, make_extraction
+    from tdev.port.plan import make_plan
+    from tdev.port.profile import load
+
+    prof = tmp_path / "demo.yaml"
+    prof.write_text(PROFILE)
+    files = dict(MINI, **{"torch_cuda/csrc/big.cu": (None, "cudaMalloc(p);\n" * 20000),
+                          "torch_cuda/csrc/same.h": (None, "int x;\n")})
+    ext = make_extraction(tmp_path / "torch_cuda", files)
+    plan = make_plan(ext, load(prof))
+    kinds = set()
+    for f in plan.files:
+        source = (ext / f.source).read_bytes()
+        assert f.sha256 == sha256(f.data).hexdigest() and f.source_sha256 == sha256(source).hexdigest()
+        kinds.add((f.ported, f.data == source))
+    assert kinds == {(False, True), (True, True), (True, False)}
+    big = next(f for f in plan.files if f.source.endswith("big.cu"))
+    assert big.data == b"demoMalloc(p);\n" * 20000

@@ -37,7 +37,9 @@ PATH_TEXT = {"series", "torch_src", "junit", "to", "out", "vendor"}
 PATH_LISTS = {"libs", "provider"}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of the command ``only`` (what a run of that command
+    parses: its options and help are the same, and the other commands' are not built)."""
     parser = argparse.ArgumentParser(
         prog="tdev",
         description="Take the CUDA backend out of PyTorch (scan, extract, patch) and scaffold "
@@ -50,7 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tdev {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for module in COMMANDS.values():
+    for name, module in COMMANDS.items():
+        if only is not None and name != only:
+            continue
         importlib.import_module(f"tdev.cli.{module}").register(sub)
     return parser
 
@@ -77,7 +81,8 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv[0] if argv and argv[0] in COMMANDS else None).parse_args(argv)
 
     def call() -> int | None:
         check_arguments(args)

@@ -23,10 +23,11 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from .lexer import word_char
+from .lexer import trie_pattern, word_char
 
 _RUN = re.compile(r"\w+")
 ALL_HEADS = 6  # up to this many heads (and no entry that starts with punctuation): each searched for
+MANY = 4  # an identifier more names start with: their one pattern at a place
 MAJOR = 50  # else the heads of at least this many entries are; the other entries are "the rest"
 
 
@@ -41,13 +42,17 @@ class FastNames:
     """``find(text)``: the spans ``names_pattern(names, prefixes).finditer(text)`` gives."""
 
     def __init__(self, names: Iterable[str], prefixes: Iterable[str], *, all_heads: int = ALL_HEADS,
-                 major: int = MAJOR):
+                 major: int = MAJOR, many: int = MANY):
         names, prefixes = set(names), set(prefixes)
         by_key: dict[str, list[str]] = {}
         for n in names:
             by_key.setdefault(_key(n), []).append(n)
         self.by_key = {k: tuple(sorted(v, key=len, reverse=True)) for k, v in by_key.items()}
         self.whole = frozenset(k for k, v in self.by_key.items() if v == (k,))
+        # an identifier many names start with (``cuda::``, ``c10::``): the longest one that
+        # matches is found by one pattern of them (a trie, longest first) instead of one by one
+        self.many = {k: re.compile(f"(?:{trie_pattern(v)})(?!\\w)").match
+                     for k, v in self.by_key.items() if len(v) > many}
         by_first: dict[str, list[str]] = {}
         for p in prefixes:
             by_first.setdefault(p[0], []).append(p)
@@ -76,12 +81,10 @@ class FastNames:
         out: list[tuple[int, int]] = []
         keys, whole = self.by_key, self.whole
         for pat, pres in self.heads:
-            pos, search = 0, pat.search
-            while (m := search(text, pos)) is not None:
-                run = m.group(0)
-                pos = m.end()
+            for m in pat.finditer(text):
+                run = m.group()
                 if run in whole:  # the one name of this identifier: it matches as it is
-                    out.append((m.start(), pos))
+                    out.append(m.span())
                 elif run in keys or (pres and run.startswith(pres)):
                     out.append((m.start(), -1))
         for pat, offsets in self.rest:
@@ -99,11 +102,16 @@ class FastNames:
         n = len(text)
         ch = text[i]
         key = _RUN.match(text, i).group(0) if word_char(ch) else ch
-        for name in self.by_key.get(key, ()):
-            if text.startswith(name, i):
-                end = i + len(name)
-                if end == n or not word_char(text[end]):
-                    return end
+        many = self.many.get(key)
+        if many is not None:
+            if (m := many(text, i)) is not None:
+                return m.end()
+        else:
+            for name in self.by_key.get(key, ()):
+                if text.startswith(name, i):
+                    end = i + len(name)
+                    if end == n or not word_char(text[end]):
+                        return end
         for p in self.prefixes.get(ch, ()):
             if text.startswith(p, i):
                 end = i + len(p)

@@ -39,6 +39,15 @@ class PortedFile:
     ported: bool
     changes: tuple[Change, ...] = ()
     source_sha256: str = ""
+    sha256: str = ""  # of ``data``
+
+    @classmethod
+    def made(cls, dest: str, source: str, data: bytes, exe: bool, ported: bool, changes: tuple = (),
+             source_data: bytes | None = None, source_sha256: str = "") -> "PortedFile":
+        """A file with its digest: the source's when the bytes are the source's."""
+        same = source_data is not None and data == source_data
+        return cls(dest, source, data, exe, ported, changes, source_sha256,
+                   source_sha256 if same else hashlib.sha256(data).hexdigest())
 
     def applied(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -137,22 +146,22 @@ def make_plan(extraction: str | os.PathLike, profile: Profile, *, slow: bool = F
         try:
             if st.st_size > MAX_SOURCE_BYTES:
                 raise PortError(path, f"too large to port ({st.st_size} bytes, limit {MAX_SOURCE_BYTES})")
-            with os.fdopen(os.dup(fd), "rb") as fh:
-                data = fh.read(MAX_SOURCE_BYTES + 1)
+            data = _read_all(fd, st.st_size, path)
         finally:
             os.close(fd)
         exe = bool(st.st_mode & 0o111)
         digest = hashlib.sha256(data).hexdigest()
         if not profile.ports(p):
-            return PortedFile(dest[p], p, data, exe, False, source_sha256=digest), []
+            return PortedFile(dest[p], p, data, exe, False, (), digest, digest), []
         text = data.decode("utf-8", "surrogateescape")
         notes: list = []
         new, edits = porter.port(text, p, lambda h, r, q: resolve(h, r, q, notes), slow)
         if not edits and profile.keep_unchanged_names and posixpath.dirname(dest[p]) == posixpath.dirname(p):
-            return PortedFile(p, p, data, exe, True, source_sha256=digest), notes
+            return PortedFile(p, p, data, exe, True, (), digest, digest), notes
         new, extra = finish(porter, new, p, dest[p])
-        return PortedFile(dest[p], p, new.encode("utf-8", "surrogateescape"), exe, True,
-                          tuple(sorted(lines_of(text, edits) + extra, key=lambda c: c.line)), digest), notes
+        return PortedFile.made(dest[p], p, new.encode("utf-8", "surrogateescape"), exe, True,
+                               tuple(sorted(lines_of(text, edits) + extra, key=lambda c: c.line)), data,
+                               digest), notes
 
     results = forked_map(one, paths)
     files = [f for f, _ in results]
@@ -160,3 +169,16 @@ def make_plan(extraction: str | os.PathLike, profile: Profile, *, slow: bool = F
     return PortPlan(str(out), profile, files, dict(m.torch),
                     sorted({(r, h) for k, r, h in notes if k == "unresolved"}),
                     sorted({(r, h) for k, r, h in notes if k == "kept"}))
+
+
+def _read_all(fd: int, size: int, path: str) -> bytes:
+    """The bytes of the open file ``fd`` to its end (``size``: its size when opened, the first
+    read's length), at most MAX_SOURCE_BYTES: a file that grew past it is refused."""
+    chunks, total, want = [], 0, size + 1
+    while chunk := os.read(fd, want):
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > MAX_SOURCE_BYTES:
+            raise PortError(path, f"too large to port (more than {MAX_SOURCE_BYTES} bytes)")
+        want = 1 << 16
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)

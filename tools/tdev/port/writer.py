@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,10 @@ from tdev.extract.localwork import LocalChanges
 from . import FAULT_ENV
 from .manifest import MANIFEST_NAME, REPORT_NAME, PortManifestError, render, sha256, verify
 from .plan import PortPlan
+
+
+WRITERS = 4  # threads creating the files
+BATCH = 64  # files between two fault checkpoints
 
 
 class PortOutputError(InputError):
@@ -46,21 +51,22 @@ class WriteResult:
                 "rewritten": len(self.rewritten), "kept": self.kept}
 
 
-def contents(plan: PortPlan, out: Path) -> tuple[dict[str, tuple[bytes, bool]], bytes]:
-    """Every output file and the manifest's bytes."""
-    data: dict[str, tuple[bytes, bool]] = {}
+def contents(plan: PortPlan, out: Path) -> tuple[dict[str, tuple[bytes, bool, str]], bytes]:
+    """Every output file (bytes, executable, sha256) and the manifest's bytes."""
+    data: dict[str, tuple[bytes, bool, str]] = {}
     rows, report = [], {}
     ext = Path(plan.extraction).resolve()
     for f in plan.files:
-        data[f.dest] = (f.data, f.exe)
-        rows.append({"path": f.dest, "sha256": sha256(f.data), "size": len(f.data), "source": f.source,
+        digest = f.sha256 or sha256(f.data)
+        data[f.dest] = (f.data, f.exe, digest)
+        rows.append({"path": f.dest, "sha256": digest, "size": len(f.data), "source": f.source,
                      "source_sha256": f.source_sha256, "ported": f.ported, "applied": f.applied()})
         if f.changes:
             report[f.dest] = [c.to_json() for c in f.changes]
     rep = lines_json({"unresolved_includes": [list(x) for x in plan.unresolved],
                       "includes_naming_renamed_files": [list(x) for x in plan.kept], "changes": report})
-    data[REPORT_NAME] = (rep, False)
-    rows.append({"path": REPORT_NAME, "sha256": sha256(rep), "size": len(rep), "source": None,
+    data[REPORT_NAME] = (rep, False, sha256(rep))
+    rows.append({"path": REPORT_NAME, "sha256": data[REPORT_NAME][2], "size": len(rep), "source": None,
                  "ported": False, "applied": {}})
     prof = plan.profile
     try:
@@ -122,29 +128,24 @@ def _locked(plan: PortPlan, out: Path, discard: bool, faults: FaultPoints) -> Wr
     if state is not None and state.raw == mbytes and state.ok:
         return WriteResult(str(out), len(data), False, [], list(work.keep_files) if work else [])
 
-    digests = {r["path"]: r["sha256"] for r in json.loads(mbytes)["files"]}
-    rewritten = [p for p in data if old.get(p) != digests[p]]
+    rewritten = [p for p, (_, _, digest) in data.items() if old.get(p) != digest]
     for dest in data:  # once, here: the work directory below holds only what this writes
         if (problem := relpath_problem(dest)) is not None:
             raise PortOutputError(dest, f"refused: {problem}")
 
     def fill(new: Path) -> None:
-        made: set[str] = set()
-        for k, (dest, (b, exe)) in enumerate(sorted(data.items()), 1):
-            path = os.path.join(new, dest)
-            parent = posixpath.dirname(path)
-            if parent not in made:
-                os.makedirs(parent, exist_ok=True)
-                made.add(parent)
-            if old.get(dest) == digests[dest]:
-                os.link(out / dest, path)  # unchanged: the same file, inode and mtime
-                continue
-            with open(path, "wb") as fh:
-                fh.write(b)
-            if exe:
-                os.chmod(path, 0o755)
-            if k % 64 == 0:
-                faults.checkpoint("files")
+        items = sorted(data.items())
+        for parent in sorted({posixpath.dirname(os.path.join(new, dest)) for dest in data}):
+            os.makedirs(parent, exist_ok=True)
+        # files are created by a few threads: creating a file is the kernel's work (the threads
+        # wait on it side by side); each batch is whole before the next checkpoint
+        with ThreadPoolExecutor(WRITERS) as pool:
+            for k in range(0, len(items), BATCH):
+                batch = items[k:k + BATCH]
+                for _ in pool.map(lambda share: _put(out, new, share, old), (batch[i::WRITERS] for i in range(WRITERS))):
+                    pass
+                if k + BATCH <= len(items):
+                    faults.checkpoint("files")
         if work is not None:
             localwork.carry(work, out, new)
         with open(new / MANIFEST_NAME, "wb") as fh:  # last: a tree with a manifest is complete
@@ -152,3 +153,22 @@ def _locked(plan: PortPlan, out: Path, discard: bool, faults: FaultPoints) -> Wr
 
     replace_tree(out, fill, on_step=faults.checkpoint)
     return WriteResult(str(out), len(data), True, sorted(rewritten), list(work.keep_files) if work else [])
+
+
+def _put(out: Path, new: Path, items: list[tuple[str, tuple[bytes, bool, str]]], old: dict[str, str]) -> None:
+    """Files of the new tree: hard-linked from the previous tree when the bytes are the same there
+    (the same file, inode and mtime), else written."""
+    for dest, (b, exe, digest) in items:
+        path = os.path.join(new, dest)
+        if old.get(dest) == digest:
+            os.link(os.path.join(out, dest), path)
+            continue
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        try:
+            view, done = memoryview(b), 0
+            while done < len(b):
+                done += os.write(fd, view[done:])
+            if exe:
+                os.fchmod(fd, 0o755)
+        finally:
+            os.close(fd)
