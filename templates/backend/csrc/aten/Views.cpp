@@ -222,11 +222,13 @@ bool apply_inplace(torch::jit::Stack& meta, const Stands& stands) {
 // as it does unrouted: the CPU fallback moves tensors with to() itself (a routed to() would come
 // back here without end), and where the vendor's kernels are the CPU's they cannot tell the host
 // from the device (to("cpu") would answer with the device's tensor).
+bool is_composite(const c10::OperatorHandle& op) {
+  return op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) &&
+         !op.hasKernelForDispatchKey(c10::DispatchKey::CPU);
+}
+
 bool run_composite(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  if (!op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) ||
-      op.hasKernelForDispatchKey(c10::DispatchKey::CPU)) {
-    return false;
-  }
+  if (!is_composite(op)) return false;
   op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);  // the composite's entry
   return true;
 }
@@ -245,8 +247,16 @@ bool as_view(const c10::OperatorHandle& op, const ViewInfo& info, torch::jit::St
                               BACKEND_DEVICE ": ", op.operator_name(),
                               " is a view operator without a meta kernel: its result could "
                               "not share its input's memory on the device");
-  // straight to the meta kernel; what it calls dispatches as usual (a composite's autograd)
-  op.redispatchBoxed(kMeta, &meta);
+  // straight to the meta kernel; what it calls dispatches as usual (a composite's autograd).
+  // The meta device refuses some of what the device allows (named tensors before torch 2.7:
+  // rename): a composite then runs its decomposition on the device; any other operator's
+  // refusal is the caller's error
+  try {
+    op.redispatchBoxed(kMeta, &meta);
+  } catch (const c10::Error&) {
+    if (is_composite(op)) return false;
+    throw;
+  }
   if (!(info.inplace_view ? apply_inplace(meta, stands) : device_results(meta, stands))) {
     return false;  // no view for these arguments
   }
