@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import sys
 from pathlib import Path
@@ -105,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _dry_run(args, plan) -> None:
+    import difflib
+
     if args.json:
         json.dump({"schema": 1, "command": "port", "mode": "dry-run", "summary": plan.summary(),
                    "files": [{"source": f.source, "dest": f.dest, "changes": [c.to_json() for c in f.changes]}

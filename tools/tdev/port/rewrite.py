@@ -144,7 +144,8 @@ def finish(porter: Porter, text: str, rel: str, dest: str) -> tuple[str, list[Ch
     base = dest.rsplit("/", 1)[-1]
     changes: list[Change] = []
     math = prof.device_math
-    if math and "std::" in text and globs(tuple(math.get("files", ())))(base) and not globs(tuple(math.get("except", ())))(rel):
+    if math and globs(tuple(math.get("files", ())))(base) and not globs(tuple(math.get("except", ())))(rel) \
+            and "std::" in text:
         for old, new in math.get("map", {}).items():
             key, pos = old + "(", 0
             if key not in text:
@@ -157,11 +158,11 @@ def finish(porter: Porter, text: str, rel: str, dest: str) -> tuple[str, list[Ch
                 pos += len(key)
             text = text.replace(key, new + "(")
     inc = prof.device_include
-    if inc and not porter.included(text):
-        if any(w in text for w in inc.get("when", ())) or any(
-                w in text and re.search(rf"(?<!\w){re.escape(w)}\b\w*\(", text) for w in inc.get("when_called", ())):
-            text = f"#include {inc['include']}\n" + text
-            changes.append(Change(1, "", f"#include {inc['include']}", "device_include"))
+    if inc and (any(w in text for w in inc.get("when", ())) or any(
+            w in text and re.search(rf"(?<!\w){re.escape(w)}\b\w*\(", text) for w in inc.get("when_called", ()))) \
+            and not porter.included(text):
+        text = f"#include {inc['include']}\n" + text
+        changes.append(Change(1, "", f"#include {inc['include']}", "device_include"))
     if prof.banner and globs(prof.banner_files)(base):
         text = prof.banner + "\n" + text
     changes.sort(key=lambda c: c.line)

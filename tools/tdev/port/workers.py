@@ -10,7 +10,6 @@ raised as the plain loop raises it: the first failing item's."""
 from __future__ import annotations
 
 import os
-import pickle
 from typing import Callable, TypeVar
 
 T = TypeVar("T")
@@ -21,6 +20,8 @@ MIN_ITEMS = 64  # fewer: not worth a process
 def forked_map(fn: Callable[[T], R], items: list[T]) -> list[R]:
     if len(items) < MIN_ITEMS or not hasattr(os, "fork") or not _free_core():
         return [fn(x) for x in items]
+    import pickle  # here: a run that does not fork does not load it
+
     mine, theirs = items[0::2], items[1::2]
     r, w = os.pipe()
     pid = os.fork()
@@ -70,4 +71,6 @@ def _collect(r: int, pid: int):
     _, status = os.waitpid(pid, 0)
     if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0 or not data:
         return None
+    import pickle
+
     return pickle.loads(data)

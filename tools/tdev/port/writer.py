@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import os
 import posixpath
-from concurrent.futures import ThreadPoolExecutor
+import queue
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,11 +140,10 @@ def _locked(plan: PortPlan, out: Path, discard: bool, faults: FaultPoints) -> Wr
             os.makedirs(parent, exist_ok=True)
         # files are created by a few threads: creating a file is the kernel's work (the threads
         # wait on it side by side); each batch is whole before the next checkpoint
-        with ThreadPoolExecutor(WRITERS) as pool:
+        with _Writers(lambda share: _put(out, new, share, old)) as writers:
             for k in range(0, len(items), BATCH):
                 batch = items[k:k + BATCH]
-                for _ in pool.map(lambda share: _put(out, new, share, old), (batch[i::WRITERS] for i in range(WRITERS))):
-                    pass
+                writers.run([batch[i::WRITERS] for i in range(WRITERS)])
                 if k + BATCH <= len(items):
                     faults.checkpoint("files")
         if work is not None:
@@ -153,6 +153,45 @@ def _locked(plan: PortPlan, out: Path, discard: bool, faults: FaultPoints) -> Wr
 
     replace_tree(out, fill, on_step=faults.checkpoint)
     return WriteResult(str(out), len(data), True, sorted(rewritten), list(work.keep_files) if work else [])
+
+
+class _Writers:
+    """``WRITERS - 1`` threads beside this one, calling ``fn`` on shares of a batch; ``run``
+    returns when the batch is done and raises the first error a share raised."""
+
+    def __init__(self, fn):
+        self.fn, self.todo, self.errors = fn, queue.Queue(), []
+        self.threads = [threading.Thread(target=self._work, daemon=True) for _ in range(WRITERS - 1)]
+
+    def __enter__(self) -> "_Writers":
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for _ in self.threads:
+            self.todo.put(None)
+        for t in self.threads:
+            t.join()
+
+    def _work(self) -> None:
+        for share in iter(self.todo.get, None):
+            try:
+                self.fn(share)
+            except BaseException as e:  # handed to the thread that waits for the batch
+                self.errors.append(e)
+            finally:
+                self.todo.task_done()
+
+    def run(self, shares: list) -> None:
+        for share in shares[1:]:
+            self.todo.put(share)
+        try:
+            self.fn(shares[0])
+        finally:
+            self.todo.join()
+        if self.errors:
+            raise self.errors[0]
 
 
 def _put(out: Path, new: Path, items: list[tuple[str, tuple[bytes, bool, str]]], old: dict[str, str]) -> None:
