@@ -1,7 +1,10 @@
 """A function over a list in two processes: this one and one forked beside it (the port of an
 extraction is pure work on each file, and most machines have a second core). Only where a core
-is free (the load average below the cores less one): on a busy machine the two processes share
-one core and the results' trip back through the pipe is the only difference.
+is free: the load average below the cores less one, and no more tasks running at this moment
+than this one and one per core beyond two (``/proc/loadavg``, where there is one). With the
+second core busy the two processes share one core (the scheduler groups a session's processes)
+and the fork, its copied memory and the results' trip back through the pipe make the port
+slower.
 
 The forked process does every second item and sends its results back through a pipe; the
 answer is the list the function gives item by item, in order. When anything goes wrong there
@@ -58,8 +61,16 @@ def forked_map(fn: Callable[[T], R], items: list[T]) -> list[R]:
 
 def _free_core() -> bool:
     cores = os.cpu_count() or 1
+    if cores < 2:
+        return False
     try:
-        return cores >= 2 and os.getloadavg()[0] < cores - 1
+        with open("/proc/loadavg", "rb") as fh:  # "1.05 0.70 0.55 2/160 4242": running/all
+            fields = fh.read(256).split()
+        return float(fields[0]) < cores - 1 and int(fields[3].split(b"/")[0]) <= cores - 1
+    except (OSError, IndexError, ValueError):
+        pass
+    try:
+        return os.getloadavg()[0] < cores - 1
     except OSError:
         return False
 
