@@ -2,9 +2,9 @@
 extraction is pure work on each file, and most machines have a second core). Only where a core
 is free: the load average below the cores less one, and no more tasks running at this moment
 than this one and one per core beyond two (``/proc/loadavg``, where there is one). With the
-second core busy the two processes share one core (the scheduler groups a session's processes)
-and the fork, its copied memory and the results' trip back through the pipe make the port
-slower.
+second core busy the two processes share one core (the scheduler shares the cores between
+groups of processes) and the fork, its copied memory and the results' trip back through the
+pipe make the port slower.
 
 The forked process does every second item and sends its results back through a pipe; the
 answer is the list the function gives item by item, in order. When anything goes wrong there

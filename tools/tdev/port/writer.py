@@ -30,7 +30,7 @@ from .manifest import MANIFEST_NAME, REPORT_NAME, PortManifestError, render, sha
 from .plan import PortPlan
 
 
-WRITERS = 4  # threads creating the files
+WRITERS = min(4, os.cpu_count() or 1)  # threads creating the files (more spin on the kernel's locks)
 BATCH = 64  # files between two fault checkpoints
 
 
