@@ -140,3 +140,20 @@ def test_each_files_digest_is_its_bytes_digest(tmp_path):
     assert kinds == {(False, True), (True, True), (True, False)}
     big = next(f for f in plan.files if f.source.endswith("big.cu"))
     assert big.data == b"demoMalloc(p);\n" * 20000
+
+
+def test_the_fork_waits_for_a_free_core(tmp_path, monkeypatch):
+    """On two cores: forked only with the load average under one and no other task running at
+    that moment; on one core never."""
+    import os
+
+    from tdev.port import workers
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    cases = {"0.50 0.40 0.30 1/90 77\n": True, "0.50 0.40 0.30 2/90 77\n": False,
+             "1.20 0.40 0.30 1/90 77\n": False}
+    for text, free in cases.items():
+        (tmp_path / "loadavg").write_text(text)
+        assert workers._free_core(str(tmp_path / "loadavg")) is free, text
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    assert workers._free_core(str(tmp_path / "loadavg")) is False

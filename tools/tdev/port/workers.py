@@ -59,12 +59,12 @@ def forked_map(fn: Callable[[T], R], items: list[T]) -> list[R]:
     return out
 
 
-def _free_core() -> bool:
+def _free_core(loadavg: str = "/proc/loadavg") -> bool:
     cores = os.cpu_count() or 1
     if cores < 2:
         return False
     try:
-        with open("/proc/loadavg", "rb") as fh:  # "1.05 0.70 0.55 2/160 4242": running/all
+        with open(loadavg, "rb") as fh:  # "1.05 0.70 0.55 2/160 4242": running/all
             fields = fh.read(256).split()
         return float(fields[0]) < cores - 1 and int(fields[3].split(b"/")[0]) <= cores - 1
     except (OSError, IndexError, ValueError):
