@@ -19,10 +19,12 @@ def _ops():
     return getattr(torch.ops, PACKAGE)
 
 
-def rebuild_device_tensor(cls, handle: str, nbytes: int, device: int, dtype: torch.dtype,
-                          size: tuple, stride: tuple, offset: int, requires_grad: bool):
-    """The receiving side: the sender's memory opened here, viewed as the sent tensor."""
-    raw = _ops()._ipc_open(handle, nbytes, device)
+def rebuild_device_tensor(cls, handle: str, nbytes: int, device: int, at: int,
+                          dtype: torch.dtype, size: tuple, stride: tuple, offset: int,
+                          requires_grad: bool):
+    """The receiving side: the sender's memory opened here, viewed as the sent tensor (its
+    storage `at` bytes into the shared allocation)."""
+    raw = _ops()._ipc_open(handle, nbytes, device, at)
     t = torch.empty(0, dtype=dtype, device=raw.device)
     t.set_(raw.untyped_storage(), offset, size, stride)
     if cls is torch.nn.Parameter:
@@ -38,9 +40,9 @@ def _reduce_tensor(tensor: torch.Tensor):
                            "since autograd does not support crossing process boundaries. If you "
                            "just want to transfer the data, call detach() on the tensor before "
                            "serializing (e.g., putting it on the queue).")
-    handle, nbytes, device = _ops()._ipc_handle(tensor)
+    handle, nbytes, device, at = _ops()._ipc_handle(tensor)
     return (rebuild_device_tensor,
-            (type(tensor), handle, nbytes, device, tensor.dtype, tuple(tensor.size()),
+            (type(tensor), handle, nbytes, device, at, tensor.dtype, tuple(tensor.size()),
              tuple(tensor.stride()), tensor.storage_offset(), tensor.requires_grad))
 
 

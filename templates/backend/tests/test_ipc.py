@@ -64,6 +64,23 @@ def test_a_tensor_passed_to_a_process_is_changed_there_and_seen_here():
     assert t.cpu().tolist() == [-2.0] * 5 and t.device.index == pkg.device.device_count() - 1
 
 
+def test_a_tensor_over_a_storage_sliced_from_another_is_shared_at_its_place():
+    """A storage sliced from another starts inside the allocation: the child sees and changes
+    the slice's elements, not the allocation's first ones."""
+    base = torch.arange(16, dtype=torch.float32, device=DEVICE)
+    inner = torch.empty(0, device=DEVICE).set_(base.untyped_storage()[32:64])  # elements 8..15
+    assert inner.untyped_storage().data_ptr() == base.data_ptr() + 32
+    inbox, outbox = CTX.Queue(), CTX.Queue()
+    child = CTX.Process(target=_add_from_queue, args=(inbox, outbox))
+    child.start()
+    inbox.put((inner, torch.zeros(3).share_memory_()))
+    _, _, before, after = outbox.get(timeout=TIMEOUT)
+    _finish(child)
+    assert before == [float(i) for i in range(8, 16)]
+    assert after == [float(i) + 1 for i in range(8, 16)]
+    assert base.cpu().tolist() == [float(i) for i in range(8)] + [float(i) + 1 for i in range(8, 16)]
+
+
 def test_what_cannot_be_shared_is_refused_in_one_line():
     with pytest.raises(RuntimeError, match=f"Cannot pickle {DEVICE} storage"):
         ForkingPickler.dumps(torch.ones(2, device=DEVICE).untyped_storage())

@@ -1,8 +1,11 @@
 // Device tensors shared between processes (PKG/ipc.py, torch.multiprocessing): the handle of a
 // tensor's storage from the runtime's IPC calls, and a storage over that handle opened in
 // another process. Two operators, torch.ops.<package>._ipc_handle(t) -> (handle, nbytes,
-// device) and _ipc_open(handle, nbytes, device) -> a uint8 tensor over the opened memory (closed
-// when its storage is freed). The handle travels as hex text.
+// device, offset) and _ipc_open(handle, nbytes, device, offset) -> a uint8 tensor over the
+// opened memory (closed when its storage is freed). The handle is the allocator block's that
+// holds the storage (a runtime's handle names an allocation's start: CUDA maps the whole
+// allocation, whatever pointer into it was given), and offset is the storage's place in that
+// block (a storage sliced from another starts inside it). The handle travels as hex text.
 // Copied by tdev scaffold as it is: a plain source; the package's names come from runtime/Config.h.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
@@ -51,7 +54,7 @@ void close_opened(void* ptr) {
   }
 }
 
-std::tuple<std::string, int64_t, int64_t> ipc_handle(const at::Tensor& self) {
+std::tuple<std::string, int64_t, int64_t, int64_t> ipc_handle(const at::Tensor& self) {
   TORCH_CHECK(self.defined() && self.device().type() == kDeviceType,
               BACKEND_DEVICE ": _ipc_handle takes a " BACKEND_DEVICE " tensor");
   TORCH_CHECK(hal::ipc_supported(), BACKEND_DEVICE ": the runtime has no IPC calls (the "
@@ -63,20 +66,25 @@ std::tuple<std::string, int64_t, int64_t> ipc_handle(const at::Tensor& self) {
   TORCH_CHECK(device_of(base) == device,
               BACKEND_DEVICE ": only tensors whose memory this process allocated can be shared "
               "(this one was received from another process or adopted)");
+  const void* start = block_start(base);
+  const int64_t offset = static_cast<const char*>(base) - static_cast<const char*>(start);
   DeviceScope scope(device);
   device_synchronize(device);  // what is queued on the tensor is done before another reads it
-  return {to_hex(hal::ipc_get_handle(base)), static_cast<int64_t>(storage.nbytes()), device};
+  return {to_hex(hal::ipc_get_handle(const_cast<void*>(start))),
+          static_cast<int64_t>(storage.nbytes()), device, offset};
 }
 
-at::Tensor ipc_open(const std::string& handle, int64_t nbytes, int64_t device) {
+at::Tensor ipc_open(const std::string& handle, int64_t nbytes, int64_t device, int64_t offset) {
   const c10::DeviceIndex index = device_arg(device);
-  TORCH_CHECK(nbytes > 0, BACKEND_DEVICE ": _ipc_open of ", nbytes, " bytes");
+  TORCH_CHECK(nbytes > 0 && offset >= 0, BACKEND_DEVICE ": _ipc_open of ", nbytes,
+              " bytes at offset ", offset);
   DeviceScope scope(index);
-  void* ptr = hal::ipc_open_handle(from_hex(handle));
+  void* opened = hal::ipc_open_handle(from_hex(handle));
   const c10::Device where(kDeviceType, index);
   c10::Storage storage(c10::make_intrusive<c10::StorageImpl>(
       c10::StorageImpl::use_byte_size_t(), static_cast<std::size_t>(nbytes),
-      c10::DataPtr(ptr, ptr, &close_opened, where), nullptr, /*resizable=*/false));
+      c10::DataPtr(static_cast<char*>(opened) + offset, opened, &close_opened, where), nullptr,
+      /*resizable=*/false));
   at::Tensor out = at::empty({0}, at::TensorOptions().dtype(at::kByte).device(where));
   return out.set_(storage, 0, {nbytes}, {1});
 }
@@ -85,8 +93,8 @@ at::Tensor ipc_open(const std::string& handle, int64_t nbytes, int64_t device) {
 const bool g_registered = [] {
   static auto* lib = new torch::Library(torch::Library::FRAGMENT, BACKEND_PACKAGE, std::nullopt,
                                         __FILE__, __LINE__);
-  lib->def("_ipc_handle(Tensor self) -> (str, int, int)", &ipc_handle);
-  lib->def("_ipc_open(str handle, int nbytes, int device) -> Tensor", &ipc_open);
+  lib->def("_ipc_handle(Tensor self) -> (str, int, int, int)", &ipc_handle);
+  lib->def("_ipc_open(str handle, int nbytes, int device, int offset) -> Tensor", &ipc_open);
   return true;
 }();
 

@@ -196,15 +196,26 @@ class DeviceCachingAllocator final : public BACKEND_DEVICE_ALLOCATOR_BASE {
 
   c10::DeviceIndex owner(const void* ptr) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = live_.upper_bound(const_cast<void*>(ptr));
-    if (it == live_.begin()) return -1;
-    --it;
-    const char* base = static_cast<const char*>(it->first);
-    const char* p = static_cast<const char*>(ptr);
-    return p < base + it->second->size ? it->second->device : c10::DeviceIndex(-1);
+    const Block* b = holding(ptr);
+    return b != nullptr ? b->device : c10::DeviceIndex(-1);
+  }
+
+  const void* start_of(const void* ptr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const Block* b = holding(ptr);
+    return b != nullptr ? b->ptr : nullptr;
   }
 
  private:
+  const Block* holding(const void* ptr) const {  // the live block holding ptr (mutex_ held)
+    auto it = live_.upper_bound(const_cast<void*>(ptr));
+    if (it == live_.begin()) return nullptr;
+    --it;
+    const char* base = static_cast<const char*>(it->first);
+    const char* p = static_cast<const char*>(ptr);
+    return p < base + it->second->size ? it->second : nullptr;
+  }
+
   Block* take_cached(c10::DeviceIndex device, c10::StreamId stream, size_t size) {
     auto it = cached_.find(Key{device, stream, size});
     if (it == cached_.end()) return nullptr;
@@ -276,6 +287,8 @@ REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_device_allocator);
 
 c10::Allocator* device_allocator() { return &g_device_allocator; }
 c10::DeviceIndex device_of(const void* ptr) { return g_device_allocator.owner(ptr); }
+
+const void* block_start(const void* ptr) { return g_device_allocator.start_of(ptr); }
 
 void record_stream(const c10::DataPtr& ptr, const c10::Stream& stream) {
   g_device_allocator.recordStream(ptr, stream);

@@ -61,6 +61,8 @@ bool is_pinned(const void* ptr);
 // `ptr`'s block is used by work queued on `stream`: not reused before it completes.
 void record_stream(const c10::DataPtr& ptr, const c10::Stream& stream);
 c10::DeviceIndex device_of(const void* ptr);  // -1 when not from the device allocator
+// The start of the device allocator's block holding `ptr` (nullptr when none holds it).
+const void* block_start(const void* ptr);
 // A pinned host block is used by work queued on `stream`: not reused before it completes.
 void record_host_use(const void* ptr, const c10::Stream& stream);
 
