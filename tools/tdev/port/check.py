@@ -222,12 +222,13 @@ def _source_tree(root: Path, where: str, want: str, configure: Mapping[str, _Con
     where = where or str(root)
     if not (root / "c10" / "CMakeLists.txt").is_file() or not (root / "aten" / "src").is_dir():
         raise InputError(where, f"{root} is not a PyTorch source tree (no c10/CMakeLists.txt or aten/src)")
+    from tdev.standalone.inputs import same_release, tree_version
+
     try:
-        version = read_regular(root / "version.txt", max_bytes=MAX_VERSION_BYTES,
-                               what="version.txt").decode("utf-8", "replace").strip()
+        version = tree_version(root)
     except BadInput as e:
         raise InputError(where, f"{e.where}: {e.problem}") from None
-    if _release(version) != _release(want):
+    if not same_release(version, want):
         raise InputError(where, f"{root} is PyTorch {version[:40]} (its version.txt) but the ported "
                          f"tree's extraction was made from PyTorch {want}: the check needs that release's headers")
     root = root.resolve()

@@ -173,15 +173,24 @@ def _torch_source(settings: Settings, env: Mapping[str, str],
     return tree, tree_from
 
 
+def tree_version(tree: Path) -> str:
+    """A PyTorch source tree's version as its version.txt states it."""
+    raw = read_regular(tree / "version.txt", max_bytes=4096, what="version.txt")
+    return raw.decode("utf-8", "replace").strip()
+
+
+def same_release(a: str, b: str) -> bool:
+    """Whether two version texts name one release (False where either is no version)."""
+    try:
+        return release(a) == release(b)
+    except ValueError:
+        return False
+
+
 def _tree_version(tree: Path, tree_from: str, manifest: Manifest) -> str:
     """The tree's version.txt, checked against the manifest's torch.version."""
-    raw = read_regular(tree / "version.txt", max_bytes=4096, what="version.txt")
-    version = raw.decode("utf-8", "replace").strip()
-    try:
-        same = release(manifest.torch_version) == release(version)
-    except ValueError:
-        same = False
-    if not same:
+    version = tree_version(tree)
+    if not same_release(manifest.torch_version, version):
         raise InputError(tree_from, f"{tree} is PyTorch {version} (its version.txt) but the "
                          f"extraction was made from {manifest.torch_version} ({manifest.path}): "
                          "stage 1 must come from the same tree")
