@@ -5,10 +5,15 @@ tables of ``CUDA name -> (HIP name, kind, API[, HIP_UNSUPPORTED])``. They are re
 torch installation's own Python in a subprocess (the module is imported there, never here) and
 written as JSON beside the profiles, naming the file, its sha256 and the torch version.
 
-Selection, as PyTorch's build applies the tables to PyTorch sources: entries tagged
-``API_CAFFE2`` are left out; a later table's entry replaces an earlier one, except that an
-``API_SPECIAL`` entry never replaces one (hipify keeps those for sparse/linalg files only, which
-this profile does not use)."""
+Selection, as ``hipify_python.py`` builds its maps from the tables (in their order, a later
+entry replacing an earlier one):
+
+* ``names`` (its PYTORCH_MAP, for PyTorch's own sources): entries tagged ``API_CAFFE2`` left
+  out; an ``API_SPECIAL`` entry never replaces one;
+* ``tables.special`` (its PYTORCH_SPECIAL_MAP, for sparse and linalg sources, before
+  ``names``): the ``API_SPECIAL`` entries that ``names`` holds another target for;
+* ``tables.caffe2`` (its CAFFE2_MAP, for ``c10/cuda`` and Caffe2's GPU sources, matched as
+  text): entries tagged neither ``API_PYTORCH`` nor ``API_SPECIAL``."""
 from __future__ import annotations
 
 import hashlib
@@ -63,14 +68,33 @@ def select(tables: list) -> dict[str, list]:
     return chosen
 
 
+def file_tables(tables: list) -> dict[str, dict[str, str]]:
+    """The per-file-class tables: ``special`` and ``caffe2`` (name -> target)."""
+    pytorch: dict[str, str] = {}
+    special: dict[str, str] = {}
+    caffe2: dict[str, str] = {}
+    for _table, rows in tables:
+        for src, dst, tags in rows:
+            if "API_CAFFE2" not in tags:
+                if "API_SPECIAL" in tags and pytorch.get(src, ""):
+                    special[src] = dst
+                else:
+                    pytorch[src] = dst
+            if "API_PYTORCH" not in tags and "API_SPECIAL" not in tags:
+                caffe2[src] = dst
+    return {"special": special, "caffe2": caffe2}
+
+
 def derive(python: str | Path) -> dict:
     """The hip profile's table (``profiles/hip_map.json``) from ``python``'s torch."""
     data = read_tables(python)
     source = Path(data["file"])
     return {"source": f"torch {data['version']} wheel: torch/utils/hipify/cuda_to_hip_mappings.py",
             "sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
-            "selection": "PyTorch sources: API_CAFFE2 entries left out; later tables win, except API_SPECIAL",
-            "names": select(data["tables"]), "math": data["math"]}
+            "selection": "names: PyTorch sources (API_CAFFE2 entries left out; later tables win, except "
+                         "API_SPECIAL); tables.special: the API_SPECIAL entries names holds another target "
+                         "for; tables.caffe2: entries tagged neither API_PYTORCH nor API_SPECIAL",
+            "names": select(data["tables"]), "tables": file_tables(data["tables"]), "math": data["math"]}
 
 
 def render(doc: dict) -> bytes:
