@@ -153,21 +153,17 @@ def check(tree: Path, torch_src: Path | None = None) -> tuple[subprocess.Complet
 
 
 RELEASE_TREES = {"2.6.0": ("ported", "pytorch_tree", 4), "1.13.1": ("ported_1_13", "other_pytorch_tree", 3)}
-# the hip port of 1.13.1 declares c10's names in `namespace c10 { namespace cuda {` (hipify's
-# rules for a PyTorch extension rewrite `c10::cuda` but not that spelling of the namespace) while
-# its users name them `c10::hip::`: HIPException.cpp and HIPFunctions.cpp fail the check
-HIP_1_13 = pytest.mark.xfail(strict=True, reason="hip port of 1.13.1: c10's namespace declared "
-                             "`namespace cuda`, used as c10::hip")
 
 
 @pytest.mark.realtree
 @pytest.mark.slow
 @pytest.mark.parametrize("name,release", [("hip", "2.6.0"), ("musa", "2.6.0"), ("maca", "2.6.0"),
-                                          pytest.param("hip", "1.13.1", marks=HIP_1_13),
-                                          ("musa", "1.13.1"), ("maca", "1.13.1")])
+                                          ("hip", "1.13.1"), ("musa", "1.13.1"), ("maca", "1.13.1")])
 def test_check_passes_on_the_ported_runtime_units(request, name, release):
     """Against the headers of the extraction's own release (the PyTorch tree it records), every
-    listed unit the release has compiles."""
+    listed unit the release has compiles (hip on 1.13.1: c10's `namespace c10 { namespace cuda {`
+    is ported to `namespace hip` with the qualified uses `c10::hip::`, as PyTorch's build ports
+    c10/cuda)."""
     fixture, tree_fixture, count = RELEASE_TREES[release]
     _, work = request.getfixturevalue(fixture)
     r, doc = check(work / f"torch_{name}")

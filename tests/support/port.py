@@ -1,7 +1,9 @@
 """Helpers for the `tdev port` tests and benchmark: an extraction to port, PyTorch's own hipify
-run on a copy of the same files (the stage-1 torch wheel's ``torch/utils/hipify``, as a PyTorch
-extension: ``is_pytorch_extension=True``, ``hip_clang_launch=True``, every file), and the
-file-by-file comparison of the two."""
+run on a copy of the same files (the stage-1 torch wheel's ``torch/utils/hipify``): as PyTorch's
+build runs it (``run_build_hipify``: the files laid out at their PyTorch paths, the includes and
+ignores of the release's ``tools/amd_build/build_amd.py``, not as an extension), and as a
+PyTorch extension (``run_hipify``: ``is_pytorch_extension=True``, ``hip_clang_launch=True``,
+every file); and the file-by-file comparison with the port."""
 from __future__ import annotations
 
 import difflib
@@ -32,6 +34,53 @@ res = hipify_python.hipify(project_directory=sys.argv[1], output_directory=sys.a
 wall = time.perf_counter() - t
 json.dump({"wall": wall, "files": {k: [v.hipified_path, v.status] for k, v in res.items()}}, sys.stdout)
 """
+
+
+# runs in the stage-1 python: hipify as tools/amd_build/build_amd.py runs it (its includes and
+# ignores, read from the release's build_amd.py as data; is_pytorch_extension=False); prints
+# {path: [hipified, status, class, in place]} with hipify's own class of each file
+BUILD_DRIVER = r"""
+import ast, importlib.util, json, os, sys, time
+utils = os.path.join(list(importlib.util.find_spec("torch").submodule_search_locations)[0], "utils")
+sys.path.insert(0, utils)
+from hipify import hipify_python as h
+tree, build = sys.argv[1], sys.argv[2]
+lists = {}
+for node in ast.parse(open(build).read()).body:
+    if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.List):
+        lists[node.targets[0].id] = ast.literal_eval(node.value)
+res = h.hipify(project_directory=tree, output_directory=tree, includes=[os.path.join(tree, i) for i in lists["includes"]],
+               ignores=[os.path.join(tree, i) for i in lists["ignores"]], is_pytorch_extension=False,
+               hip_clang_launch=True, show_progress=False)
+out = {}
+for k, v in res.items():
+    if v.hipified_path:
+        rel = os.path.relpath(k, tree)
+        cls = "special" if h.is_special_file(rel) else "pytorch" if h.is_pytorch_file(rel) else "caffe2"
+        out[rel] = [v.hipified_path, v.status, cls, not h.is_out_of_place(rel)]
+json.dump(out, sys.stdout)
+"""
+
+
+def run_build_hipify(extraction: Path, work: Path, build_amd: Path,
+                     python: Path = STAGE1_PYTHON) -> dict[str, tuple[str, str, str, bool]]:
+    """hipify as PyTorch's build runs it, over the extraction's moved and supplemented files laid
+    out at their PyTorch paths under ``work``: {extraction path: (hipified path, status,
+    hipify's class of the file, hipified in place)} for the files it hipifies."""
+    from tdev.extract import manifest as xmanifest
+
+    tree = work / "pytorch"
+    if tree.exists():
+        shutil.rmtree(tree)
+    path_of = {}
+    for e in xmanifest.load_manifest(extraction).entries:
+        if e.role in ("moved", "supplement") and e.source:
+            (tree / e.source).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(extraction / e.path, tree / e.source)
+            path_of[e.source] = e.path
+    r = subprocess.run([str(python), "-c", BUILD_DRIVER, str(tree), str(build_amd)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return {path_of[k]: (v[0], v[1], v[2], v[3]) for k, v in json.loads(r.stdout).items()}
 
 
 def extract(tree: Path, out: Path) -> Path:
@@ -67,11 +116,11 @@ class Comparison:
         return len(self.identical) / n if n else 0.0
 
 
-def compare(hipified: dict[str, tuple[str, str]], ported: dict[str, bytes]) -> Comparison:
-    """Each file hipify saw against the port of the same extraction file (``ported``: source
-    path -> bytes)."""
+def compare(hipified: dict[str, tuple], ported: dict[str, bytes]) -> Comparison:
+    """Each file hipify saw against the port of the same extraction file (``hipified``: source
+    path -> (hipified path, ...); ``ported``: source path -> bytes)."""
     c = Comparison()
-    for src, (path, _status) in sorted(hipified.items()):
+    for src, (path, *_) in sorted(hipified.items()):
         theirs = Path(path).read_bytes()
         ours = ported.get(src)
         if ours is None:
@@ -112,7 +161,8 @@ def timed(fn) -> float:
     return time.perf_counter() - t
 
 
-__all__ = ["Comparison", "STAGE1_PYTHON", "compare", "difference_class", "extract", "run_hipify", "sys"]
+__all__ = ["Comparison", "STAGE1_PYTHON", "compare", "difference_class", "extract", "run_build_hipify",
+           "run_hipify", "sys"]
 
 
 def make_extraction(out: Path, files: dict[str, tuple[str | None, str]], version: str = "2.6.0") -> Path:

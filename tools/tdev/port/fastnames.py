@@ -191,3 +191,58 @@ def _emit(node: dict) -> str:
     alts = [re.escape(c) + _emit(child) for c, child in sorted((c, n) for c, n in node.items() if c)]
     alts += sorted(node.get("", ()))
     return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+
+HEAD = 4  # substrings: candidates are found by the first characters of the texts (at most these)
+
+
+class Substrings:
+    """``find(text)``: where any of ``texts`` is in ``text``, anywhere (inside identifiers,
+    comments, strings): leftmost first, then the longest there, none overlapping; the spans
+    ``re.compile(lexer.trie_pattern(texts)).finditer`` gives (the tests hold it to them).
+
+    A candidate is a place where the first characters of a text are (one pattern of those
+    heads, all of one length: no more than the shortest text's); the longest text there is read
+    by walking a trie of the texts of that head, built the first time the head is seen."""
+
+    def __init__(self, texts: Iterable[str]):
+        texts = [t for t in set(texts) if t]
+        size = min([HEAD, *map(len, texts)])
+        by_head: dict[str, list[str]] = {}
+        for t in texts:
+            by_head.setdefault(t[:size], []).append(t)
+        self._by_head = by_head
+        self._tries: dict[str, dict] = {}
+        self._search = re.compile(trie_pattern(by_head)).search if by_head else None
+
+    def _trie(self, head: str) -> dict:
+        root: dict = {}
+        for t in self._by_head[head]:
+            node = root
+            for ch in t[len(head):]:
+                node = node.setdefault(ch, {})
+            node[""] = True
+        self._tries[head] = root
+        return root
+
+    def find(self, text: str) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+        search, pos, n = self._search, 0, len(text)
+        if search is None:
+            return out
+        tries = self._tries
+        while (m := search(text, pos)) is not None:
+            i, j = m.span()
+            head = m.group()
+            node = tries.get(head) or self._trie(head)
+            best = j if "" in node else -1
+            while j < n and (node := node.get(text[j])) is not None:
+                j += 1
+                if "" in node:
+                    best = j
+            if best < 0:
+                pos = i + 1
+            else:
+                out.append((i, best))
+                pos = best
+        return out

@@ -3,7 +3,8 @@
 The extraction's MANIFEST.json (read by ``tdev.extract.manifest``, its one reader) gives the
 files and, for the moved and supplemented ones, the path each had in PyTorch: the spelling its
 ``#include``s use (the path below its include root). A profile's path rules give each file its
-new place; two files landing on one place are refused, naming the rule."""
+new place; two files landing on one place are refused, naming the rule. The PyTorch path
+also chooses the profile's file classes a file is ported with."""
 from __future__ import annotations
 
 import hashlib
@@ -115,6 +116,7 @@ def make_plan(extraction: str | os.PathLike, profile: Profile, *, slow: bool = F
     index = include_index(entries)
     listed = set(paths)
     porter = Porter.of(profile)
+    pytorch_path = {e.path: e.source for e in entries if e.role in ("moved", "supplement")}
     prefixes = profile.include_prefixes
     by_spelling = profile.include_rename == "resolved"
 
@@ -155,10 +157,11 @@ def make_plan(extraction: str | os.PathLike, profile: Profile, *, slow: bool = F
             return PortedFile(dest[p], p, data, exe, False, (), digest, digest), []
         text = data.decode("utf-8", "surrogateescape")
         notes: list = []
-        new, edits = porter.port(text, p, lambda h, r, q: resolve(h, r, q, notes), slow)
+        ported_by = porter.for_classes(profile.classes_of(pytorch_path.get(p)))
+        new, edits = ported_by.port(text, p, lambda h, r, q: resolve(h, r, q, notes), slow)
         if not edits and profile.keep_unchanged_names and posixpath.dirname(dest[p]) == posixpath.dirname(p):
             return PortedFile(p, p, data, exe, True, (), digest, digest), notes
-        new, extra = finish(porter, new, p, dest[p])
+        new, extra = finish(ported_by, new, p, dest[p])
         return PortedFile.made(dest[p], p, new.encode("utf-8", "surrogateescape"), exe, True,
                                tuple(sorted(lines_of(text, edits) + extra, key=lambda c: c.line)), data,
                                digest), notes

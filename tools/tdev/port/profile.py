@@ -4,7 +4,13 @@ user's own file by path).
 Every entry keeps the file and line it came from, which the porter records as the evidence of
 each change. Refused with ``file:line``: an unknown key, a value of the wrong type, a name or
 header mapped twice to different targets (``names``, ``prefixes``, ``headers``), a path
-replacement that collides (two entries for one text)."""
+replacement that collides (two entries for one text), a file class that names no table the
+profile has or gives a key twice.
+
+``classes`` scope tables to files by their path in PyTorch (the extraction's MANIFEST.json
+records it), as hipify classes PyTorch's files: a class's names go before the profile's
+(``match: names``), or replace them and are matched as text anywhere, inside identifiers,
+comments and strings (``match: text``); ``banner: false`` leaves the banner off its files."""
 from __future__ import annotations
 
 import fnmatch
@@ -37,6 +43,34 @@ class Rule:
     origin: str  # "file:line", or the derived table's name
 
 
+MATCHES = ("names", "text")
+CLASS_KEYS = {"name", "pytorch_paths", "except", "ignore_case", "table", "names", "match", "banner"}
+
+
+@dataclass(frozen=True)
+class FileClass:
+    """Files chosen by their PyTorch path (shell globs, ``*`` across directories, as hipify's
+    ``fnmatch``), less ``except``; the names they are ported with, and how."""
+    name: str
+    origin: str  # "file:line" of the class
+    paths: tuple[str, ...]
+    except_: tuple[str, ...] = ()
+    ignore_case: bool = False
+    names: dict[str, Rule] = field(default_factory=dict, repr=False)  # the class's table (its own entries last)
+    match: str = "names"  # or "text": substrings anywhere, leftmost then longest
+    banner: bool = True
+
+    @functools.cached_property
+    def _match(self):
+        flags = re.IGNORECASE if self.ignore_case else 0
+        return (re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in self.paths) or r"(?!x)x", flags).match,
+                re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in self.except_) or r"(?!x)x", flags).match)
+
+    def holds(self, pytorch_path: str) -> bool:
+        inside, out = self._match
+        return inside(pytorch_path) is not None and out(pytorch_path) is None
+
+
 @dataclass(frozen=True)
 class Profile:
     name: str
@@ -57,7 +91,14 @@ class Profile:
     include_prefixes: tuple[str, ...] = ()  # spellings renamed even when the file is not in the extraction
     include_rename: str = "resolved"  # or "prefixes": only spellings under include_prefixes (and quoted)
     keep_unchanged_names: bool = False  # a file the port leaves as it is keeps its name in its directory
+    classes: tuple[FileClass, ...] = ()
     digest: str = ""
+
+    def classes_of(self, pytorch_path: str | None) -> tuple[FileClass, ...]:
+        """The classes that hold a file (by its PyTorch path; none without one)."""
+        if not pytorch_path or not self.classes:
+            return ()
+        return tuple(c for c in self.classes if c.holds(pytorch_path))
 
     def ports(self, rel: str) -> bool:
         base = rel.rsplit("/", 1)[-1]
@@ -81,7 +122,7 @@ def globs(patterns: tuple[str, ...]):
 
 KEYS = {"version", "name", "sources", "derived", "names", "prefixes", "headers", "rewrite_in",
         "port_files", "keep", "paths", "banner", "banner_files", "device_include", "device_math",
-        "includes", "keep_unchanged_names"}
+        "includes", "keep_unchanged_names", "classes"}
 
 
 def shipped(name: str) -> Path:
@@ -149,11 +190,11 @@ class _Reader:
             self.fail(node, f"{what} must be a list")
         return tuple(self.scalar(n, what) for n in node.value)
 
-    def rules(self, key: str, check=None) -> dict[str, Rule]:
-        if key not in self.top:
+    def rules(self, key: str, check=None, node=None) -> dict[str, Rule]:
+        if node is None and key not in self.top:
             return {}
         out: dict[str, Rule] = {}
-        for src, (v, k) in self.mapping(self.top[key][0], key, unique_values=True).items():
+        for src, (v, k) in self.mapping(self.top[key][0] if node is None else node, key, unique_values=True).items():
             dst = self.scalar(v, key)
             if check and (problem := check(src, dst)):
                 self.fail(k, f"{key}: {src!r}: {problem}")
@@ -186,11 +227,13 @@ def load(path: str | os.PathLike) -> Profile:
     if version != SUPPORTED:
         raise ProfileError(r.path, f"version must be {SUPPORTED}, got {version!r}")
     names: dict[str, Rule] = {}
+    tables: dict[str, dict[str, Rule]] = {}
     if "derived" in r.top:
         rel = r.scalar(r.top["derived"][0], "derived")
         if "/" in rel or rel.startswith("."):
             r.fail(r.top["derived"][0], "derived: a file name beside the profile")
-        names.update(_derived(Path(r.path).parent / rel))
+        derived, tables = _derived(Path(r.path).parent / rel)
+        names.update(derived)
     own = r.rules("names", _name_problem)
     names.update(own)  # the profile's own entries win over a derived table
     paths = r.mapping(r.top["paths"][0], "paths") if "paths" in r.top else {}
@@ -226,12 +269,14 @@ def load(path: str | os.PathLike) -> Profile:
         device_math=_math(r),
         include_prefixes=tuple(inc.get("prefixes", ())), include_rename=str(inc.get("rename", "resolved")),
         keep_unchanged_names=bool(r.plain("keep_unchanged_names")),
+        classes=_classes(r, tables),
         digest=hashlib.sha256(r.text.encode() + b"".join(
             (Path(r.path).parent / r.scalar(r.top["derived"][0], "d")).read_bytes() for _ in
             (["derived"] if "derived" in r.top else []))).hexdigest())
 
 
-def _derived(path: Path) -> dict[str, Rule]:
+def _derived(path: Path) -> tuple[dict[str, Rule], dict[str, dict[str, Rule]]]:
+    """The derived file's names, and its per-file-class tables (``tables``: {table: {name: target}})."""
     doc = load_json(path, what="a derived port table")
     if not isinstance(doc, dict) or not isinstance(doc.get("names"), dict):
         raise ProfileError(path, "a derived table has 'names': {name: [target, table, tags]}")
@@ -240,7 +285,62 @@ def _derived(path: Path) -> dict[str, Rule]:
         if not (isinstance(row, list) and row and isinstance(row[0], str)):
             raise ProfileError(path, f"{src!r}: expected [target, table, tags]")
         out[src] = Rule(src, row[0], f"{path.name}: {row[1] if len(row) > 1 else 'table'}")
-    return out
+    tables = {}
+    for table, rows in (doc.get("tables") or {}).items():
+        if not isinstance(rows, dict) or not all(isinstance(v, str) and k for k, v in rows.items()):
+            raise ProfileError(path, f"tables: {table!r}: expected {{name: target}}")
+        origin = f"{path.name}: tables.{table}"
+        tables[table] = {k: Rule(k, v, origin) for k, v in rows.items()}
+    return out, tables
+
+
+def _classes(r: _Reader, tables: dict[str, dict[str, Rule]]) -> tuple[FileClass, ...]:
+    """``classes``: a list of {name, pytorch_paths, except, ignore_case, table, names, match, banner}."""
+    if "classes" not in r.top:
+        return ()
+    node = r.top["classes"][0]
+    if not node.tag.endswith(":seq"):
+        r.fail(node, "classes must be a list of mappings")
+    out: list[FileClass] = []
+    seen: dict[str, Any] = {}
+    for item in node.value:
+        keys = r.mapping(item, "classes")
+        for key, (_, knode) in keys.items():
+            if key not in CLASS_KEYS:
+                r.fail(knode, f"classes: unknown key {key!r} (known: {', '.join(sorted(CLASS_KEYS))})")
+        name = r.scalar(keys["name"][0], "classes: name") if "name" in keys else r.fail(item, "classes: a class has a name")
+        if name in seen:
+            r.fail(item, f"classes: {name!r} is given twice (first at line {seen[name].start_mark.line + 1})")
+        seen[name] = item
+        lst = lambda k: r.strings(keys[k][0], f"classes: {k}") if k in keys else ()  # noqa: E731
+        if not lst("pytorch_paths"):
+            r.fail(item, f"classes: {name!r}: pytorch_paths: a list of globs (PyTorch paths)")
+        match = r.scalar(keys["match"][0], "classes: match") if "match" in keys else "names"
+        if match not in MATCHES:
+            r.fail(keys["match"][0], f"classes: {name!r}: match is one of {', '.join(MATCHES)}")
+        names: dict[str, Rule] = {}
+        if "table" in keys:
+            table = r.scalar(keys["table"][0], "classes: table")
+            if table not in tables:
+                r.fail(keys["table"][0], f"classes: {name!r}: no table {table!r} in the derived file "
+                                         f"(it has: {', '.join(sorted(tables)) or 'none'})")
+            names.update(tables[table])
+        if "names" in keys:
+            check = (lambda s, d: None if s else "an empty name") if match == "text" else _name_problem
+            names.update(r.rules(f"classes: {name}: names", check, keys["names"][0]))
+        flag = lambda k, default: _flag(r, keys, k, default)  # noqa: E731
+        out.append(FileClass(name, r.at(item), lst("pytorch_paths"), lst("except"), flag("ignore_case", False),
+                             names, match, flag("banner", True)))
+    return tuple(out)
+
+
+def _flag(r: _Reader, keys: dict, key: str, default: bool) -> bool:
+    if key not in keys:
+        return default
+    value = r.scalar(keys[key][0], f"classes: {key}")
+    if value not in ("true", "false"):
+        r.fail(keys[key][0], f"classes: {key} is true or false")
+    return value == "true"
 
 
 def _math(r: _Reader) -> dict[str, Any]:

@@ -4,18 +4,24 @@ Names (identifiers and ``::``-qualified names) are rewritten whole where the pro
 in code always, in comments and string literals only when its ``rewrite_in`` lists them.
 ``#include`` header names are mapped whole (``headers``), or resolved against the extraction
 and renamed like the file they name. Each change is a ``Change`` (line, old, new, the profile
-entry), the evidence the manifest and ``--dry-run`` show."""
+entry), the evidence the manifest and ``--dry-run`` show.
+
+A file of a profile's class (``classes``, by its PyTorch path) is ported by a variant of the
+porter: the class's names before the profile's, or (``match: text``) only the class's names,
+replaced wherever their text is, then the includes of the text that gives."""
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
-from .fastnames import FastNames
+from .fastnames import FastNames, Substrings
 from .lexer import (CHAR, COMMENT, INCLUDE, STRING, Region, include_horizon, names_pattern, reference_regions,
-                    region_at, regions)
-from .profile import Profile, Rule, globs
+                    region_at, regions, trie_pattern)
+from .profile import FileClass, Profile, Rule, globs
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,18 @@ class Porter:
     names: FastNames  # the fast path
     plain: dict[str, Rule]  # the names the text is searched for
     headers: dict[str, Rule]
+    text: dict[str, Rule] | None = None  # match: text: these texts replaced anywhere (no names, no headers)
+    banner: bool = True
+    variants: dict = field(default_factory=dict, compare=False, repr=False)  # per set of classes
+
+    @functools.cached_property
+    def substrings(self) -> Substrings:
+        return Substrings(self.text or ())
+
+    @functools.cached_property
+    def texts(self) -> re.Pattern:
+        """The slow path of ``match: text``: one pattern (the tests hold ``Substrings`` to it)."""
+        return re.compile(trie_pattern(t for t in self.text or () if t))
 
     @functools.cached_property
     def words(self) -> re.Pattern:
@@ -56,10 +74,12 @@ class Porter:
         return self._unless is not None and self._unless.search(text) is not None
 
     @classmethod
-    def of(cls, profile: Profile) -> "Porter":
+    def of(cls, profile: Profile, table: dict[str, Rule] | None = None, like: "Porter | None" = None) -> "Porter":
+        """The porter of ``table`` (the profile's names by default); ``like``'s search for names
+        where it searches for the same ones."""
         headers = dict(profile.headers)
         names = {}
-        for k, rule in profile.names.items():  # path-like names are header names too
+        for k, rule in (profile.names if table is None else table).items():  # path-like names are header names too
             for lead in ("include <", 'include "'):  # a derived entry written with its directive
                 if k.startswith(lead) and rule.target.startswith(lead):
                     headers.setdefault(k[len(lead):], Rule(k[len(lead):], rule.target[len(lead):], rule.origin))
@@ -69,10 +89,31 @@ class Porter:
                 headers.setdefault(k, rule)
             if not k.startswith(("include <", 'include "')):
                 names[k] = rule
-        return cls(profile, FastNames(names, profile.prefixes), names, headers)
+        same = like is not None and like.plain.keys() == names.keys()
+        return cls(profile, like.names if same else FastNames(names, profile.prefixes), names, headers)
+
+    def for_classes(self, classes: tuple[FileClass, ...]) -> "Porter":
+        """The porter of a file of these classes: the first class with names gives them; the
+        banner is left off where a class says so."""
+        if not classes:
+            return self
+        key = tuple(c.name for c in classes)
+        got = self.variants.get(key)
+        if got is None:
+            banner = all(c.banner for c in classes)
+            table = next((c for c in classes if c.names), None)
+            if table is None:
+                got = dataclasses.replace(self, banner=banner, variants={})
+            elif table.match == "text":
+                got = Porter(self.profile, FastNames((), ()), {}, {}, table.names, banner)
+            else:
+                got = dataclasses.replace(Porter.of(self.profile, {**self.profile.names, **table.names}, self),
+                                          banner=banner)
+            self.variants[key] = got
+        return got
 
     def _replace_name(self, word: str) -> tuple[str, Rule] | None:
-        rule = self.profile.names.get(word)
+        rule = self.plain.get(word)
         if rule is not None:
             return rule.target, rule
         best = None
@@ -87,6 +128,8 @@ class Porter:
     def port(self, text: str, rel: str, resolve: Resolver,
              slow: bool = False) -> tuple[str, list[tuple[int, str, str, str]]]:
         """The ported text and its changes as (offset, old, new, origin)."""
+        if self.text is not None:
+            return self._port_text(text, rel, resolve, slow)
         prof = self.profile
         allowed = {COMMENT: "comments" in prof.rewrite_in, STRING: "strings" in prof.rewrite_in,
                    CHAR: "strings" in prof.rewrite_in, INCLUDE: False}
@@ -119,6 +162,42 @@ class Porter:
             pos = off + len(old)
         pieces.append(text[pos:])
         return "".join(pieces), [e for e in edits]
+
+    def _port_text(self, text: str, rel: str, resolve: Resolver, slow: bool):
+        """``match: text``: the texts replaced wherever they are, then the includes of the text
+        that gives (as hipify does for such files); offsets are the original text's."""
+        spans = [m.span() for m in self.texts.finditer(text)] if slow else self.substrings.find(text)
+        table = self.text or {}
+        edits = [(a, text[a:b], table[text[a:b]].target, table[text[a:b]].origin) for a, b in spans]
+        pieces, pos, ends, shifts, shift = [], 0, [], [], 0
+        for a, old, new, _ in edits:
+            pieces += [text[pos:a], new]
+            pos = a + len(old)
+            shift += len(new) - len(old)
+            ends.append(a + shift + len(old))  # where the text after it starts, ported
+            shifts.append(shift)
+        pieces.append(text[pos:])
+        ported = "".join(pieces)
+        found = reference_regions(ported) if slow else regions(ported, include_horizon(ported))
+        includes: list[tuple[int, str, str, str]] = []
+        for inc in found:
+            if inc.kind == INCLUDE:
+                self._include(ported, inc, rel, resolve, includes)
+        if not includes:
+            return ported, edits
+        out, pos = [], 0
+        for off, old, new, _ in includes:
+            out += [ported[pos:off], new]
+            pos = off + len(old)
+        out.append(ported[pos:])
+
+        def original(off: int) -> int:  # an offset inside a replaced text: that text's
+            i = bisect.bisect_right(ends, off)
+            if i < len(edits) and off >= ends[i] - len(edits[i][2]):
+                return edits[i][0]
+            return off - (shifts[i - 1] if i else 0)
+
+        return "".join(out), edits + [(original(off), old, new, origin) for off, old, new, origin in includes]
 
     def _include(self, text: str, inc: Region, rel: str, resolve: Resolver, edits: list) -> bool:
         """The header name's edit, if any; whether a header rule or a file took it (its spelling
@@ -163,7 +242,7 @@ def finish(porter: Porter, text: str, rel: str, dest: str) -> tuple[str, list[Ch
             and not porter.included(text):
         text = f"#include {inc['include']}\n" + text
         changes.append(Change(1, "", f"#include {inc['include']}", "device_include"))
-    if prof.banner and globs(prof.banner_files)(base):
+    if prof.banner and porter.banner and globs(prof.banner_files)(base):
         text = prof.banner + "\n" + text
     changes.sort(key=lambda c: c.line)
     return text, changes
