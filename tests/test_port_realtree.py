@@ -92,7 +92,7 @@ def test_hip_classes_are_hipifys_classes(request, release, tmp_path):
     seen = {}
     for path, (_, _, cls, in_place) in built.items():
         classes = prof.classes_of(source[path])
-        table = next((c for c in classes if c.names), None)
+        table = next((c for c in classes if c.has_names), None)
         ours = "pytorch" if table is None else "caffe2" if table.match == "text" else table.name
         assert (ours, all(c.banner for c in classes)) == (cls, not in_place), (path, source[path])
         seen[cls] = seen.get(cls, 0) + 1

@@ -193,7 +193,7 @@ def _emit(node: dict) -> str:
     return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
 
 
-HEAD = 4  # substrings: candidates are found by the first characters of the texts (at most these)
+HEAD, LONG = 4, 8  # substrings: candidates by their first HEAD characters, then the first LONG
 
 
 class Substrings:
@@ -202,47 +202,47 @@ class Substrings:
     ``re.compile(lexer.trie_pattern(texts)).finditer`` gives (the tests hold it to them).
 
     A candidate is a place where the first characters of a text are (one pattern of those
-    heads, all of one length: no more than the shortest text's); the longest text there is read
-    by walking a trie of the texts of that head, built the first time the head is seen."""
+    heads, all of one length: no more than the shortest text's). The texts there are those
+    that start with the next characters too (a lookup of the first LONG characters, then the
+    longest first), or shorter ones (a lookup per length)."""
 
     def __init__(self, texts: Iterable[str]):
-        texts = [t for t in set(texts) if t]
-        size = min([HEAD, *map(len, texts)])
-        by_head: dict[str, list[str]] = {}
+        texts = sorted({t for t in texts if t}, key=len, reverse=True)
+        self.size = size = min([HEAD, *map(len, texts)])
+        self.long: dict[str, list[str]] = {}  # first LONG characters -> the texts, longest first
+        short: dict[str, set[str]] = {}  # head -> the texts shorter than LONG
         for t in texts:
-            by_head.setdefault(t[:size], []).append(t)
-        self._by_head = by_head
-        self._tries: dict[str, dict] = {}
-        self._search = re.compile(trie_pattern(by_head)).search if by_head else None
-
-    def _trie(self, head: str) -> dict:
-        root: dict = {}
-        for t in self._by_head[head]:
-            node = root
-            for ch in t[len(head):]:
-                node = node.setdefault(ch, {})
-            node[""] = True
-        self._tries[head] = root
-        return root
+            if len(t) >= LONG:
+                self.long.setdefault(t[:LONG], []).append(t)
+            else:
+                short.setdefault(t[:size], set()).add(t)
+        heads = {t[:size] for t in texts}
+        self.short = {h: (tuple(sorted({len(t) for t in ts}, reverse=True)), ts) for h, ts in short.items()}
+        self._search = re.compile(trie_pattern(heads)).search if heads else None
 
     def find(self, text: str) -> list[tuple[int, int]]:
         out: list[tuple[int, int]] = []
-        search, pos, n = self._search, 0, len(text)
+        search, pos = self._search, 0
         if search is None:
             return out
-        tries = self._tries
+        long, short, size, none = self.long, self.short, self.size, ((), ())
         while (m := search(text, pos)) is not None:
-            i, j = m.span()
-            head = m.group()
-            node = tries.get(head) or self._trie(head)
-            best = j if "" in node else -1
-            while j < n and (node := node.get(text[j])) is not None:
-                j += 1
-                if "" in node:
-                    best = j
-            if best < 0:
+            i = m.start()
+            end = -1
+            for t in long.get(text[i:i + LONG], ()):
+                if text.startswith(t, i):
+                    end = i + len(t)
+                    break
+            else:
+                lengths, ts = short.get(text[i:i + size], none)
+                chunk = text[i:i + lengths[0]] if lengths else ""
+                for n in lengths:
+                    if n <= len(chunk) and chunk[:n] in ts:
+                        end = i + n
+                        break
+            if end < 0:
                 pos = i + 1
             else:
-                out.append((i, best))
-                pos = best
+                out.append((i, end))
+                pos = end
         return out

@@ -56,19 +56,51 @@ class FileClass:
     paths: tuple[str, ...]
     except_: tuple[str, ...] = ()
     ignore_case: bool = False
-    names: dict[str, Rule] = field(default_factory=dict, repr=False)  # the class's table (its own entries last)
+    table: dict[str, str] = field(default_factory=dict, repr=False)  # a derived table: name -> target
+    table_origin: str = ""
+    own: dict[str, Rule] = field(default_factory=dict, repr=False)  # the class's own entries (after the table's)
     match: str = "names"  # or "text": substrings anywhere, leftmost then longest
     banner: bool = True
 
+    @property
+    def has_names(self) -> bool:
+        return bool(self.table or self.own)
+
+    @functools.cached_property
+    def names(self) -> dict[str, Rule]:
+        """The class's names (made when a file of the class is ported)."""
+        origin = self.table_origin
+        return {**{k: Rule(k, v, origin) for k, v in self.table.items()}, **self.own}
+
+    def target(self, text: str) -> tuple[str, str]:
+        """The target of one of the class's names, and the entry it comes from."""
+        rule = self.own.get(text)
+        return (rule.target, rule.origin) if rule is not None else (self.table[text], self.table_origin)
+
+    @functools.cached_property
+    def heads(self) -> tuple[str, ...]:
+        """The text before the first wildcard of each of ``paths`` (lower case where case is
+        ignored): a path that starts with none is not in the class (most paths)."""
+        return tuple(_head(g.lower() if self.ignore_case else g) for g in self.paths)
+
     @functools.cached_property
     def _match(self):
-        flags = re.IGNORECASE if self.ignore_case else 0
-        return (re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in self.paths) or r"(?!x)x", flags).match,
-                re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in self.except_) or r"(?!x)x", flags).match)
+        """``paths`` and ``except`` as one pattern each (compiled when a path starts with a head)."""
+        fold = str.lower if self.ignore_case else str
+        return tuple(re.compile("|".join(f"(?:{fnmatch.translate(fold(g))})" for g in gs) or r"(?!x)x").match
+                     for gs in (self.paths, self.except_))
 
     def holds(self, pytorch_path: str) -> bool:
+        path = pytorch_path.lower() if self.ignore_case else pytorch_path
+        if not path.startswith(self.heads):
+            return False
         inside, out = self._match
-        return inside(pytorch_path) is not None and out(pytorch_path) is None
+        return inside(path) is not None and out(path) is None
+
+
+def _head(glob: str) -> str:
+    """The text before a glob's first wildcard."""
+    return glob[:min([i for i in map(glob.find, "*?[") if i >= 0], default=len(glob))]
 
 
 @dataclass(frozen=True)
@@ -227,7 +259,7 @@ def load(path: str | os.PathLike) -> Profile:
     if version != SUPPORTED:
         raise ProfileError(r.path, f"version must be {SUPPORTED}, got {version!r}")
     names: dict[str, Rule] = {}
-    tables: dict[str, dict[str, Rule]] = {}
+    tables: dict[str, tuple[dict[str, str], str]] = {}
     if "derived" in r.top:
         rel = r.scalar(r.top["derived"][0], "derived")
         if "/" in rel or rel.startswith("."):
@@ -275,8 +307,9 @@ def load(path: str | os.PathLike) -> Profile:
             (["derived"] if "derived" in r.top else []))).hexdigest())
 
 
-def _derived(path: Path) -> tuple[dict[str, Rule], dict[str, dict[str, Rule]]]:
-    """The derived file's names, and its per-file-class tables (``tables``: {table: {name: target}})."""
+def _derived(path: Path) -> tuple[dict[str, Rule], dict[str, tuple[dict[str, str], str]]]:
+    """The derived file's names, and its per-file-class tables (``tables``: {table: {name: target}},
+    with the name of each table's origin)."""
     doc = load_json(path, what="a derived port table")
     if not isinstance(doc, dict) or not isinstance(doc.get("names"), dict):
         raise ProfileError(path, "a derived table has 'names': {name: [target, table, tags]}")
@@ -285,16 +318,14 @@ def _derived(path: Path) -> tuple[dict[str, Rule], dict[str, dict[str, Rule]]]:
         if not (isinstance(row, list) and row and isinstance(row[0], str)):
             raise ProfileError(path, f"{src!r}: expected [target, table, tags]")
         out[src] = Rule(src, row[0], f"{path.name}: {row[1] if len(row) > 1 else 'table'}")
-    tables = {}
-    for table, rows in (doc.get("tables") or {}).items():
+    tables = doc.get("tables") or {}
+    for table, rows in tables.items() if isinstance(tables, dict) else [("tables", None)]:
         if not isinstance(rows, dict) or not all(isinstance(v, str) and k for k, v in rows.items()):
             raise ProfileError(path, f"tables: {table!r}: expected {{name: target}}")
-        origin = f"{path.name}: tables.{table}"
-        tables[table] = {k: Rule(k, v, origin) for k, v in rows.items()}
-    return out, tables
+    return out, {k: (v, f"{path.name}: tables.{k}") for k, v in tables.items()}
 
 
-def _classes(r: _Reader, tables: dict[str, dict[str, Rule]]) -> tuple[FileClass, ...]:
+def _classes(r: _Reader, tables: dict[str, tuple[dict[str, str], str]]) -> tuple[FileClass, ...]:
     """``classes``: a list of {name, pytorch_paths, except, ignore_case, table, names, match, banner}."""
     if "classes" not in r.top:
         return ()
@@ -318,19 +349,20 @@ def _classes(r: _Reader, tables: dict[str, dict[str, Rule]]) -> tuple[FileClass,
         match = r.scalar(keys["match"][0], "classes: match") if "match" in keys else "names"
         if match not in MATCHES:
             r.fail(keys["match"][0], f"classes: {name!r}: match is one of {', '.join(MATCHES)}")
-        names: dict[str, Rule] = {}
+        table, origin = {}, ""
         if "table" in keys:
-            table = r.scalar(keys["table"][0], "classes: table")
-            if table not in tables:
-                r.fail(keys["table"][0], f"classes: {name!r}: no table {table!r} in the derived file "
+            which = r.scalar(keys["table"][0], "classes: table")
+            if which not in tables:
+                r.fail(keys["table"][0], f"classes: {name!r}: no table {which!r} in the derived file "
                                          f"(it has: {', '.join(sorted(tables)) or 'none'})")
-            names.update(tables[table])
+            table, origin = tables[which]
+        own: dict[str, Rule] = {}
         if "names" in keys:
             check = (lambda s, d: None if s else "an empty name") if match == "text" else _name_problem
-            names.update(r.rules(f"classes: {name}: names", check, keys["names"][0]))
+            own = r.rules(f"classes: {name}: names", check, keys["names"][0])
         flag = lambda k, default: _flag(r, keys, k, default)  # noqa: E731
         out.append(FileClass(name, r.at(item), lst("pytorch_paths"), lst("except"), flag("ignore_case", False),
-                             names, match, flag("banner", True)))
+                             table, origin, own, match, flag("banner", True)))
     return tuple(out)
 
 

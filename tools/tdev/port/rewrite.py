@@ -46,18 +46,18 @@ class Porter:
     names: FastNames  # the fast path
     plain: dict[str, Rule]  # the names the text is searched for
     headers: dict[str, Rule]
-    text: dict[str, Rule] | None = None  # match: text: these texts replaced anywhere (no names, no headers)
+    text: FileClass | None = None  # match: text: its names replaced anywhere (no other names, no headers)
     banner: bool = True
     variants: dict = field(default_factory=dict, compare=False, repr=False)  # per set of classes
 
     @functools.cached_property
     def substrings(self) -> Substrings:
-        return Substrings(self.text or ())
+        return Substrings([*self.text.table, *self.text.own] if self.text else ())
 
     @functools.cached_property
     def texts(self) -> re.Pattern:
         """The slow path of ``match: text``: one pattern (the tests hold ``Substrings`` to it)."""
-        return re.compile(trie_pattern(t for t in self.text or () if t))
+        return re.compile(trie_pattern(t for t in [*self.text.table, *self.text.own] if t) if self.text else r"(?!x)x")
 
     @functools.cached_property
     def words(self) -> re.Pattern:
@@ -74,23 +74,17 @@ class Porter:
         return self._unless is not None and self._unless.search(text) is not None
 
     @classmethod
-    def of(cls, profile: Profile, table: dict[str, Rule] | None = None, like: "Porter | None" = None) -> "Porter":
-        """The porter of ``table`` (the profile's names by default); ``like``'s search for names
-        where it searches for the same ones."""
-        headers = dict(profile.headers)
-        names = {}
-        for k, rule in (profile.names if table is None else table).items():  # path-like names are header names too
-            for lead in ("include <", 'include "'):  # a derived entry written with its directive
-                if k.startswith(lead) and rule.target.startswith(lead):
-                    headers.setdefault(k[len(lead):], Rule(k[len(lead):], rule.target[len(lead):], rule.origin))
-            if k.startswith("<") and k.endswith(">") and rule.target.startswith("<"):
-                headers.setdefault(k[1:-1], Rule(k[1:-1], rule.target[1:-1], rule.origin))
-            if ("/" in k or k.endswith((".h", ".cuh", ".hpp"))) and "::" not in k and " " not in k:
-                headers.setdefault(k, rule)
-            if not k.startswith(("include <", 'include "')):
-                names[k] = rule
-        same = like is not None and like.plain.keys() == names.keys()
-        return cls(profile, like.names if same else FastNames(names, profile.prefixes), names, headers)
+    def of(cls, profile: Profile) -> "Porter":
+        names, headers = _split(profile.names, dict(profile.headers), overwrite=False)
+        return cls(profile, FastNames(names, profile.prefixes), names, headers)
+
+    def before(self, table: dict[str, Rule]) -> "Porter":
+        """This porter with ``table``'s names before its own (its search for names where it
+        searches for the same ones)."""
+        names, headers = _split(table, dict(self.headers), overwrite=True)
+        names = {**self.plain, **names}
+        same = names.keys() == self.plain.keys()
+        return Porter(self.profile, self.names if same else FastNames(names, self.profile.prefixes), names, headers)
 
     def for_classes(self, classes: tuple[FileClass, ...]) -> "Porter":
         """The porter of a file of these classes: the first class with names gives them; the
@@ -101,14 +95,13 @@ class Porter:
         got = self.variants.get(key)
         if got is None:
             banner = all(c.banner for c in classes)
-            table = next((c for c in classes if c.names), None)
+            table = next((c for c in classes if c.has_names), None)
             if table is None:
                 got = dataclasses.replace(self, banner=banner, variants={})
             elif table.match == "text":
-                got = Porter(self.profile, FastNames((), ()), {}, {}, table.names, banner)
+                got = Porter(self.profile, FastNames((), ()), {}, {}, table, banner)
             else:
-                got = dataclasses.replace(Porter.of(self.profile, {**self.profile.names, **table.names}, self),
-                                          banner=banner)
+                got = dataclasses.replace(self.before(table.names), banner=banner)
             self.variants[key] = got
         return got
 
@@ -167,8 +160,8 @@ class Porter:
         """``match: text``: the texts replaced wherever they are, then the includes of the text
         that gives (as hipify does for such files); offsets are the original text's."""
         spans = [m.span() for m in self.texts.finditer(text)] if slow else self.substrings.find(text)
-        table = self.text or {}
-        edits = [(a, text[a:b], table[text[a:b]].target, table[text[a:b]].origin) for a, b in spans]
+        target = self.text.target
+        edits = [(a, old, *target(old)) for a, b in spans for old in (text[a:b],)]
         pieces, pos, ends, shifts, shift = [], 0, [], [], 0
         for a, old, new, _ in edits:
             pieces += [text[pos:a], new]
@@ -213,6 +206,24 @@ class Porter:
         if found is not None and found != header:
             edits.append((a, header, found, "include: renamed with the file it names"))
         return found is not None
+
+
+def _split(table: dict[str, Rule], headers: dict[str, Rule], overwrite: bool) -> tuple[dict[str, Rule], dict[str, Rule]]:
+    """A table's names, and its path-like names as header names too (added to ``headers``:
+    over the entries there, or only where they have none)."""
+    names = {}
+    put = headers.__setitem__ if overwrite else headers.setdefault
+    for k, rule in table.items():
+        for lead in ("include <", 'include "'):  # a derived entry written with its directive
+            if k.startswith(lead) and rule.target.startswith(lead):
+                put(k[len(lead):], Rule(k[len(lead):], rule.target[len(lead):], rule.origin))
+        if k.startswith("<") and k.endswith(">") and rule.target.startswith("<"):
+            put(k[1:-1], Rule(k[1:-1], rule.target[1:-1], rule.origin))
+        if ("/" in k or k.endswith((".h", ".cuh", ".hpp"))) and "::" not in k and " " not in k:
+            put(k, rule)
+        if not k.startswith(("include <", 'include "')):
+            names[k] = rule
+    return names, headers
 
 
 def finish(porter: Porter, text: str, rel: str, dest: str) -> tuple[str, list[Change]]:
