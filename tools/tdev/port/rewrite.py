@@ -20,7 +20,7 @@ from typing import Callable
 
 from .fastnames import FastNames, Substrings
 from .lexer import (CHAR, COMMENT, INCLUDE, STRING, Region, include_horizon, names_pattern, reference_regions,
-                    region_at, regions, trie_pattern)
+                    region_at, regions, trie_pattern, word_char)
 from .profile import FileClass, Profile, Rule, globs
 
 
@@ -208,6 +208,23 @@ class Porter:
         return found is not None
 
 
+_STD_CALL = re.compile(r"std::\w+\(")
+_STD_NAME = re.compile(r"std::\w+")
+
+
+@functools.lru_cache(maxsize=None)
+def _call_pattern(word: str) -> re.Pattern:
+    return re.compile(re.escape(word) + r"\b\w*\(")
+
+
+def _called(word: str, text: str) -> bool:
+    """``word`` called somewhere in ``text``: the name whole (no word character before it), then
+    "(" (the pattern starts with the name, so the search skips to it)."""
+    if word not in text:
+        return False
+    return any(m.start() == 0 or not word_char(text[m.start() - 1]) for m in _call_pattern(word).finditer(text))
+
+
 def _split(table: dict[str, Rule], headers: dict[str, Rule], overwrite: bool) -> tuple[dict[str, Rule], dict[str, Rule]]:
     """A table's names, and its path-like names as header names too (added to ``headers``:
     over the entries there, or only where they have none)."""
@@ -236,9 +253,10 @@ def finish(porter: Porter, text: str, rel: str, dest: str) -> tuple[str, list[Ch
     math = prof.device_math
     if math and globs(tuple(math.get("files", ())))(base) and not globs(tuple(math.get("except", ())))(rel) \
             and "std::" in text:
+        calls = {m.group() for m in _STD_CALL.finditer(text)}  # one pass for the std::name( keys
         for old, new in math.get("map", {}).items():
             key, pos = old + "(", 0
-            if key not in text:
+            if key not in calls if _STD_NAME.fullmatch(old) else key not in text:
                 continue
             line, counted = 1, 0
             while (pos := text.find(key, pos)) >= 0:
@@ -248,8 +266,7 @@ def finish(porter: Porter, text: str, rel: str, dest: str) -> tuple[str, list[Ch
                 pos += len(key)
             text = text.replace(key, new + "(")
     inc = prof.device_include
-    if inc and (any(w in text for w in inc.get("when", ())) or any(
-            w in text and re.search(rf"(?<!\w){re.escape(w)}\b\w*\(", text) for w in inc.get("when_called", ()))) \
+    if inc and (any(w in text for w in inc.get("when", ())) or any(_called(w, text) for w in inc.get("when_called", ()))) \
             and not porter.included(text):
         text = f"#include {inc['include']}\n" + text
         changes.append(Change(1, "", f"#include {inc['include']}", "device_include"))
