@@ -4,7 +4,8 @@ run: compiled output and gradients equal to eager on each device, and the time p
 The model is PKG.testing.TinyTransformer (random init); a step is forward + backward (fp32).
 The device compiles with its own backend (`backend=<device>`: inductor, every operator left to
 the device's ATen kernels) and, where its profile gives it a kernel code generator
-(`compile: kernels: cpp`), with plain torch.compile too; the reference (torch.cuda) with plain
+(`compile: kernels: triton` or `cpp`), with plain torch.compile too, and the ratio of its
+compiled step to the reference's; the reference (torch.cuda) with plain
 torch.compile (inductor with Triton), in its own interpreter (TORCH_DEVICE_BACKEND_AUTOLOAD=0: torch cannot run a CUDA
 backward pass where a PrivateUse1 backend is registered). Figures: median step time (wall
 clock, synchronised) of eager and compiled after --warmup steps, and the largest relative gap
@@ -106,6 +107,11 @@ def main() -> int:
               f"eager {r['eager_ms']:.2f} ms, compiled {r['compiled_ms']:.2f} ms, first call "
               f"{r['first_call_s']:.1f} s, compiled vs eager max rel gap {r['max_rel_gap']:.1e}, "
               f"{r['graphs']} graph(s)")
+    own = report.get(f"{pkg.DEVICE}:default")
+    if own is not None:  # the device's own kernels against the reference's, this run
+        report["compiled_ratio"] = own["compiled_ms"] / report[ref]["compiled_ms"]
+        print(f"plain torch.compile: {pkg.DEVICE} / {ref} compiled step "
+              f"{report['compiled_ratio']:.3f}x")
     write_json(args.json, report)
     return 0 if ok else 1
 

@@ -11,7 +11,8 @@ sides' step times move together (the correlation printed) and the per-pair ratio
 if it belongs to a process, the ratios differ between worker pairs and stay put within one.
 Printed per worker pair: both medians, the median of the per-pair ratios, the correlation;
 then the median over all pairs and over the worker pairs, and the losses (equal on both sides:
-same initial weights, same batches).
+same initial weights, same batches). --compile compiles both sides' models with plain
+torch.compile (the device's own kernels against torch.cuda's inductor).
 
     python benchmarks/bench_route_paired.py --package torch_nvgpu --processes 8 --json p.json
 """
@@ -39,6 +40,8 @@ def worker(args) -> int:
     net = t.TinyTransformer(vocab=args.vocab, dim=args.dim, heads=max(1, args.dim // 64),
                             layers=args.layers, seq=args.seq).to(args.device)
     opt = torch.optim.AdamW(net.parameters(), lr=1e-3)
+    if args.compile:  # plain torch.compile of the model (inductor's kernels for the device)
+        net = torch.compile(net)
     batches = t.make_batches(8, args.batch, args.seq, args.vocab)
     print("ready", flush=True)
     for i, line in enumerate(sys.stdin):
@@ -108,7 +111,7 @@ def _corr(xs: list[float], ys: list[float]) -> float:
 def _start(args, device: str, autoload: str, cpus: list[int]) -> subprocess.Popen:
     cmd = [sys.executable, os.path.abspath(__file__), f"--device={device}"] + [
         f"--{k}={getattr(args, k)}" for k in ("package", "dim", "layers", "seq", "batch", "vocab")
-    ] + (["--phases"] if args.phases else [])
+    ] + (["--phases"] if args.phases else []) + (["--compile"] if args.compile else [])
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                             env=dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD=autoload),
                             preexec_fn=lambda: os.sched_setaffinity(0, cpus))
@@ -171,6 +174,8 @@ def main() -> int:
                     "process's, past the first two where it has four or more)")
     ap.add_argument("--phases", action="store_true", help="also time the step's phases "
                     "(forward, backward, optimizer, item: host time, median pair ratio each)")
+    ap.add_argument("--compile", action="store_true", help="both sides' models compiled with "
+                    "plain torch.compile (compiled in the warmup steps)")
     ap.add_argument("--profile-rounds", type=int, default=0, help="after the timed pairs, "
                     f"this many rounds of {PROFILED_STEPS} steps a side under torch.profiler, "
                     "in turn; printed: the operators whose self host time differs most")

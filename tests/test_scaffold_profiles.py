@@ -31,6 +31,8 @@ def test_shipped_vendors_load_with_their_real_runtime_names():
     assert query.complete == "ACL_STREAM_STATUS_COMPLETE"
     assert ascend.runtime.init[0].fn == "aclInit"
     cuda = load_profile("cuda")
+    assert (cuda.compile.kernels, cuda.compile.triton_backend, cuda.compile.triton_target) == (
+        "triton", "nvidia", "cuda")
     assert cuda.sdk.env[0] == "CUDA_HOME" and cuda.runtime.not_ready == "cudaErrorNotReady"
     assert cuda.vendor_kernels.dispatch_key == "CUDA" and cuda.vendor_kernels.outputs == "adopt"
     assert cuda.vendor_kernels.fallback == "vendor" and "add.Tensor" in cuda.vendor_kernels.unboxed
@@ -188,6 +190,15 @@ BAD = [
     ("runtime.device_count_probe", {"library": "libm.so.6", "init": "i"},
      "runtime.device_count_probe", "count"),
     ("compilr", "x", "compilr", "unknown key"),
+    # Triton kernels name the vendor's Triton backend and target; other kernels name none
+    ("compile", {"kernels": "triton"}, "compile.kernels", "need triton_backend"),
+    ("compile", {"kernels": "triton", "triton_backend": "nvidia"}, "compile.kernels",
+     "triton_target"),
+    ("compile", {"kernels": "cpp", "triton_backend": "nvidia", "triton_target": "cuda"},
+     "compile.kernels", "only they"),
+    ("compile", {"kernels": "triton", "triton_backend": "nvidia; import os",
+                 "triton_target": "cuda"}, "compile.triton_backend", "not a C identifier"),
+    ("compile", {"kernels": "cuda"}, "compile.kernels", "expected one of"),
     # a host backend's library: a string from the list, never a list, number or a part of a name
     ("collectives", {"host": [1]}, "collectives.host", "expected one of gloo"),
     ("collectives", {"host": {"a": 1}}, "collectives.host", "expected one of gloo"),

@@ -2,7 +2,8 @@
 # The generated cuda package on the device machine (torch with CUDA, nvcc, no network): scaffold
 # the cuda package and build it there, then the steps named (default: all, in this order):
 #   build      tdev scaffold --vendor cuda; pip install (CXX=/usr/bin/g++, see docs/scaffold.md)
-#   tests      the generated tests, vendor routes only (FlagGems not importable)
+#   tests      the generated tests, vendor routes only (FlagGems not importable; TESTS: the
+#              test files or -k selection, default all)
 #   overhead   benchmarks/bench_route_overhead.py (OVERHEAD_ARGS: more arguments, e.g.
 #              "--cold-mb 8 --calls 200 --repeat 9": each call timed with the caches cold)
 #   tune       benchmarks/bench_route_tune.py: tdev route tune on the shipped shapes + check
@@ -55,7 +56,7 @@ step() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
   if step tests; then
     log "generated tests, vendor routes (FlagGems not importable)"
     (cd "$PKG/tests" && timeout ${TESTS_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider --timeout 120 -rs \
-      --durations=5 2>&1) | tee "$OUT/tests_vendor.txt" | tail -25
+      --durations=5 ${TESTS:-} 2>&1) | tee "$OUT/tests_vendor.txt" | tail -25
   fi
   cd /tmp
   if step overhead; then

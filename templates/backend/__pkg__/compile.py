@@ -12,12 +12,16 @@ registers everything:
 - inductor's per-device pieces: the Python wrapper code generator, the device's op overrides
   (set_device/synchronize/device guard in generated code) and the scheduling, which the
   profile's `compile: kernels` picks (COMPILE_KERNELS):
+  - `triton`: inductor's Triton code generator, as for CUDA: the kernels are compiled by the
+    vendor's Triton backend (the `<package>_triton` entry point gives it the device's name) and
+    launched on the device's current stream; inductor sizes them by the vendor's device
+    properties (torch.<vendor module> where the package has one, else Triton's driver);
   - `cpp`: inductor's C++ code generator, as for the CPU. A kernel runs on the host's view of
-    the device's memory (the runtime's host_alias), after the device's queued work: plain
-    `torch.compile(model)` fuses and compiles kernels for the device;
+    the device's memory (the runtime's host_alias), after the device's queued work;
   - `none`: a scheduling that generates no kernels, so inductor leaves every operator to ATen,
     i.e. to the device's kernels; plain `torch.compile(model)` then fails where inductor asks
     for a kernel, with a message naming the two ways below;
+  with `triton` or `cpp`, plain `torch.compile(model)` fuses and compiles kernels for the device;
 - a compile backend named after the device: `torch.compile(model, backend="<device>")` runs
   inductor with every operator left to the device's ATen kernels (graph capture, AOT autograd,
   decompositions, a Python wrapper calling them), whatever the profile says;
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import os
 from types import SimpleNamespace
 from typing import Any, Callable
@@ -37,7 +42,7 @@ from torch._dynamo import device_interface as _dynamo_devices  # imported by dyn
 
 from . import _C
 from . import device as _device
-from ._config import COMPILE_KERNELS, DEVICE, PACKAGE
+from ._config import COMPILE_KERNELS, DEVICE, PACKAGE, VENDOR_MODULE
 
 FALLBACK_OPTIONS = {"fallback_by_default": True}  # inductor: every operator an ATen call
 
@@ -82,18 +87,24 @@ class DeviceInterface(_dynamo_devices.DeviceInterface):
 
     @staticmethod
     def get_raw_stream(device_idx: int) -> int:
-        return 0
+        return _C.native_stream(device_idx)
 
     @classmethod
     def get_device_properties(cls, device: Any = None) -> Any:
-        """The device's properties and the processor count inductor sizes reductions by: the
-        host's CPUs, which run the device's C++ kernels."""
+        """The device's properties and what inductor sizes kernels by: for Triton kernels the
+        vendor's figures (processors, registers, threads, warp size), for C++ kernels the
+        host's CPUs, which run them."""
         props = dataclasses.asdict(_device.get_device_properties(device))
+        if COMPILE_KERNELS == "triton":
+            return SimpleNamespace(**{**props, **_triton_device(props["index"])[1]})
         return SimpleNamespace(**props, multi_processor_count=os.cpu_count() or 1)
 
     @staticmethod
-    def get_compute_capability(device: Any = None) -> str:
-        return ""
+    def get_compute_capability(device: Any = None) -> Any:
+        """The architecture Triton compiles for (the vendor's target's), "" without Triton."""
+        if COMPILE_KERNELS != "triton":
+            return ""
+        return _triton_device(_device.get_device_properties(device).index)[0]
 
     @staticmethod
     def is_bf16_supported(including_emulation: bool = False) -> bool:
@@ -101,7 +112,28 @@ class DeviceInterface(_dynamo_devices.DeviceInterface):
 
     @staticmethod
     def is_triton_capable(device: Any = None) -> bool:
-        return False
+        return COMPILE_KERNELS == "triton"
+
+
+TRITON_PROPERTIES = ("multi_processor_count", "major", "minor", "regs_per_multiprocessor",
+                     "max_threads_per_multi_processor", "max_threads_per_block", "warp_size")
+
+
+@functools.lru_cache(maxsize=None)
+def _triton_device(index: int) -> tuple[Any, dict]:
+    """Device ``index`` as Triton's (the vendor's) driver sees it: the target's architecture,
+    and inductor's sizing figures, from the vendor's torch module where the package has one
+    (torch.cuda's for cuda), else from the driver (processors and warp size only)."""
+    from triton.runtime import driver
+    with _device.device(index):
+        target = driver.active.get_current_target()
+    vendor = getattr(torch, VENDOR_MODULE, None) if VENDOR_MODULE else None
+    if vendor is not None and vendor.is_available():
+        p = vendor.get_device_properties(index)
+        return target.arch, {k: getattr(p, k) for k in TRITON_PROPERTIES if hasattr(p, k)}
+    d = driver.active.utils.get_device_properties(index)
+    return target.arch, {"multi_processor_count": d["multiprocessor_count"],
+                         "warp_size": target.warp_size}
 
 
 def _scheduling() -> type:
@@ -208,7 +240,7 @@ def _op_overrides() -> Any:
         """The device calls in inductor's generated wrapper code."""
 
         def import_get_raw_stream_as(self, name: str) -> str:
-            return f"{name} = lambda index: 0"
+            return f"from {PACKAGE}._C import native_stream as {name}"
 
         def set_device(self, device_idx: int) -> str:
             return f"torch.{DEVICE}.set_device({device_idx})"
@@ -265,7 +297,10 @@ def register() -> None:
     except ImportError:  # older torch
         WrapperFxCodegen = None
 
-    if COMPILE_KERNELS == "cpp":
+    if COMPILE_KERNELS == "triton":
+        from torch._inductor.codegen.triton import TritonScheduling
+        scheduling, wrapper = TritonScheduling, PythonWrapperCodegen
+    elif COMPILE_KERNELS == "cpp":
         from torch._inductor import config
         from torch._inductor.codegen.cpp import CppScheduling
         scheduling, wrapper = CppScheduling, _host_kernel_wrapper()

@@ -2,6 +2,8 @@
 package does not import torch._dynamo), dynamo then knows the device, the device's own backend
 and inductor (every operator left to the device's ATen kernels) give eager's results, forward
 and backward."""
+import re
+
 import pytest
 import torch
 import torch.nn as nn
@@ -35,7 +37,8 @@ def test_dynamo_has_the_devices_interface_once_inductor_registers_its_backends()
     iface = get_interface_for_device(DEVICE)
     assert iface.device_count() == pkg.device.device_count()
     assert iface.current_device() == pkg.device.current_device()
-    assert iface.is_available() and not iface.is_triton_capable()
+    assert iface.is_available()
+    assert iface.is_triton_capable() == (pkg._config.COMPILE_KERNELS == "triton")
 
 
 @pytest.mark.parametrize("how", [{"backend": DEVICE},
@@ -90,11 +93,11 @@ def _transformer() -> nn.Module:
 
 
 def test_default_compile_of_a_small_transformer_equals_eager():
-    """Plain torch.compile(model): with the profile's C++ kernels (compile: kernels: cpp),
-    inductor fuses and compiles kernels for the device, run on the host's view of its memory;
-    forward and grads equal eager's within inductor's tolerances, and a second call of the
-    same shapes is not compiled again. Without a kernel code generator (kernels: none), plain
-    torch.compile fails with a message naming the two ways that run."""
+    """Plain torch.compile(model): with the profile's kernels (compile: kernels: triton, or cpp:
+    C++ kernels run on the host's view of its memory), inductor fuses and compiles kernels for
+    the device; forward and grads equal eager's within inductor's tolerances, and a second call
+    of the same shapes is not compiled again. Without a kernel code generator (kernels: none),
+    plain torch.compile fails with a message naming the two ways that run."""
     from torch._dynamo.testing import CompileCounterWithBackend
     from torch._inductor.utils import run_and_get_code
 
@@ -112,7 +115,11 @@ def test_default_compile_of_a_small_transformer_equals_eager():
     for g, r in zip(grads, ref_grads):
         torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-5)
     generated = "\n".join(code)
-    assert "run_host_kernel(cpp_fused_" in generated  # fused C++ kernels ran on the device
+    if pkg._config.COMPILE_KERNELS == "triton":  # fused Triton kernels, on the device's stream
+        assert re.search(r"triton_(poi|red|per)_fused\w*\.run\(", generated)
+        assert f"from {pkg.__name__}._C import native_stream as get_raw_stream" in generated
+    else:  # fused C++ kernels ran on the device
+        assert "run_host_kernel(cpp_fused_" in generated
     assert counter.frame_count == 1
     again = compiled(x + 1).detach().cpu()  # the same shapes: no new compile
     torch.testing.assert_close(again, eager_model(x + 1).detach().cpu(), rtol=1e-4, atol=1e-5)
@@ -121,7 +128,7 @@ def test_default_compile_of_a_small_transformer_equals_eager():
 
 def test_host_view_is_the_device_memory_not_a_copy():
     t = torch.arange(12.0, device=DEVICE).reshape(3, 4)[:, 1:3]
-    if pkg._config.COMPILE_KERNELS == "none":  # a runtime without a host view says so
+    if pkg._config.COMPILE_KERNELS != "cpp":  # a runtime without a host view says so
         with pytest.raises(RuntimeError, match="gives the host no view of device memory"):
             pkg.compile.host_view(t)
         return
@@ -131,3 +138,27 @@ def test_host_view_is_the_device_memory_not_a_copy():
     torch.testing.assert_close(view, t.cpu())
     view[1, 0] = -1.0  # a write on the host lands in the device's memory
     assert t.cpu()[1, 0].item() == -1.0
+
+
+@pytest.mark.skipif(pkg._config.COMPILE_KERNELS != "triton", reason="no Triton kernels")
+def test_triton_kernels_run_on_the_devices_current_stream():
+    """The device's name has the vendor's Triton compiler (the package's triton.backends entry
+    point) while the vendor's driver stays Triton's active one; a compiled function launches on
+    the stream current when it runs (a side stream here), and its result is right."""
+    import triton.backends
+    from triton.runtime import driver
+
+    assert DEVICE in triton.backends.backends
+    assert not triton.backends.backends[DEVICE].driver.is_active()
+    assert type(driver.active) is not triton.backends.backends[DEVICE].driver
+    fn = torch.compile(lambda a, b: (a * b + 1.0).relu().sum(dim=1))
+    a, b = (torch.randn(64, 300, device=DEVICE) for _ in range(2))
+    side = pkg.device.Stream()
+    iface = get_interface_for_device(DEVICE)
+    side.wait_stream(pkg.device.current_stream())
+    with pkg.device.stream(side):
+        assert iface.get_raw_stream(0) == pkg._C.native_stream(0) != 0
+        out = fn(a, b)
+    side.synchronize()
+    torch.testing.assert_close(out.cpu(), (a.cpu() * b.cpu() + 1.0).relu().sum(dim=1),
+                               rtol=1e-5, atol=1e-4)

@@ -32,7 +32,7 @@ AMP_DTYPES = ("float16", "bfloat16")
 SIMULATOR_HEADER = "simrt/sim_runtime.h"
 MAX_PROFILE_BYTES = 4 * 1024 * 1024  # the shipped profiles are a few KB
 AmpDtype = Literal["float16", "bfloat16"]
-CompileKernels = Literal["none", "cpp"]
+CompileKernels = Literal["none", "cpp", "triton"]
 
 
 class ProfileError(InputError):
@@ -117,9 +117,13 @@ class Amp:
 class Compile:
     """torch.compile's kernels for the device (``compile:``): ``cpp``, inductor's C++ code
     generator, the kernels run on the host's view of device memory (the runtime must declare
-    its ``host_alias`` call); ``none``, inductor leaves every operator to the device's ATen
-    kernels (``torch.compile(model, backend="<device>")``)."""
+    its ``host_alias`` call); ``triton``, inductor's Triton kernels, compiled by the vendor's
+    Triton backend (``triton.backends.<triton_backend>``, whose compiler takes targets named
+    ``triton_target``) and launched on the device's stream; ``none``, inductor leaves every
+    operator to the device's ATen kernels (``torch.compile(model, backend="<device>")``)."""
     kernels: CompileKernels = "none"
+    triton_backend: str | None = conf(None, check=_optional(v.identifier))
+    triton_target: str | None = conf(None, check=_optional(v.identifier))
 
 
 @dataclass(frozen=True)
@@ -301,6 +305,9 @@ def _compile(doc: Document, c: Compile, runtime: Runtime) -> Compile:
     if c.kernels == "cpp" and "host_alias" not in runtime.calls:
         doc.fail(("compile", "kernels"), "cpp kernels run on the host's view of device memory: "
                  "the runtime must declare the host_alias call (runtime: calls:)")
+    if (c.kernels == "triton") != bool(c.triton_backend and c.triton_target):
+        doc.fail(("compile", "kernels"), "triton kernels, and only they, need triton_backend "
+                 "(the vendor's triton.backends.<name>) and triton_target (its target's name)")
     return c
 
 
