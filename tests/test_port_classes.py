@@ -90,7 +90,8 @@ def test_a_text_class_replaces_its_table_anywhere_then_renames_includes(demo):
     # evidence: each replaced text at its line, the include renamed after it at its line
     assert [(c.line, c.old, c.new) for c in f.changes] == [
         (1, "c10/cuda/CUDAStream.h", "c10/hip/HIPStream.h"),
-        (2, "ATen/cuda/HIPContext.h", "ATen/hip/HIPContext.h"), (2, "CUDA", "HIP"), (3, "namespace cuda", "namespace hip"),
+        (2, "ATen/cuda/HIPContext.h", "ATen/hip/HIPContext.h"), (2, "CUDA", "HIP"),
+        (3, "namespace cuda", "namespace hip"),
         (4, "CUDA", "HIP"), (4, "cudaMalloc", "hipMalloc"), (5, "_cuda", "_hip"), (5, "cudaMalloc", "hipMalloc")]
     assert {c.origin for c in f.changes} >= {"table.json: tables.caffe2"}
 

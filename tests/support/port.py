@@ -49,7 +49,8 @@ lists = {}
 for node in ast.parse(open(build).read()).body:
     if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.List):
         lists[node.targets[0].id] = ast.literal_eval(node.value)
-res = h.hipify(project_directory=tree, output_directory=tree, includes=[os.path.join(tree, i) for i in lists["includes"]],
+res = h.hipify(project_directory=tree, output_directory=tree,
+               includes=[os.path.join(tree, i) for i in lists["includes"]],
                ignores=[os.path.join(tree, i) for i in lists["ignores"]], is_pytorch_extension=False,
                hip_clang_launch=True, show_progress=False)
 out = {}

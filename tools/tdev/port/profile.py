@@ -339,7 +339,9 @@ def _classes(r: _Reader, tables: dict[str, tuple[dict[str, str], str]]) -> tuple
         for key, (_, knode) in keys.items():
             if key not in CLASS_KEYS:
                 r.fail(knode, f"classes: unknown key {key!r} (known: {', '.join(sorted(CLASS_KEYS))})")
-        name = r.scalar(keys["name"][0], "classes: name") if "name" in keys else r.fail(item, "classes: a class has a name")
+        if "name" not in keys:
+            r.fail(item, "classes: a class has a name")
+        name = r.scalar(keys["name"][0], "classes: name")
         if name in seen:
             r.fail(item, f"classes: {name!r} is given twice (first at line {seen[name].start_mark.line + 1})")
         seen[name] = item

@@ -225,7 +225,8 @@ def _called(word: str, text: str) -> bool:
     return any(m.start() == 0 or not word_char(text[m.start() - 1]) for m in _call_pattern(word).finditer(text))
 
 
-def _split(table: dict[str, Rule], headers: dict[str, Rule], overwrite: bool) -> tuple[dict[str, Rule], dict[str, Rule]]:
+def _split(table: dict[str, Rule], headers: dict[str, Rule],
+           overwrite: bool) -> tuple[dict[str, Rule], dict[str, Rule]]:
     """A table's names, and its path-like names as header names too (added to ``headers``:
     over the entries there, or only where they have none)."""
     names = {}
@@ -266,8 +267,8 @@ def finish(porter: Porter, text: str, rel: str, dest: str) -> tuple[str, list[Ch
                 pos += len(key)
             text = text.replace(key, new + "(")
     inc = prof.device_include
-    if inc and (any(w in text for w in inc.get("when", ())) or any(_called(w, text) for w in inc.get("when_called", ()))) \
-            and not porter.included(text):
+    if inc and (any(w in text for w in inc.get("when", ()))
+                or any(_called(w, text) for w in inc.get("when_called", ()))) and not porter.included(text):
         text = f"#include {inc['include']}\n" + text
         changes.append(Change(1, "", f"#include {inc['include']}", "device_include"))
     if prof.banner and porter.banner and globs(prof.banner_files)(base):
