@@ -1,8 +1,8 @@
 """Where a compiled step's time goes: bench_route_compile's model (forward + backward) compiled
 with plain torch.compile on DEVICE; printed: the generated code's kernel launches, extern and
 aten calls and allocations, the median step, --steps steps under cProfile (the top functions by
-own time) and the GPU's kernels under torch.profiler (torch.cuda only: kineto records no CUDA
-kernels in a process where a PrivateUse1 device is registered). Run once per device:
+own time) and the GPU's kernels under torch.profiler (its CUDA-type events: in the device's
+process, where the device is torch's PrivateUse1, the probe counted none). Run once per device:
     TORCH_DEVICE_BACKEND_AUTOLOAD=0 python3 compile_probe.py --device cuda
     python3 compile_probe.py --device nvgpu"""
 import argparse
