@@ -53,6 +53,10 @@ def test_cuda_package_compiles_and_links_against_cudart(tmp_path):
         names = z.namelist()
         so = next(n for n in names if re.match(r"torch_nvgpu/_C.*\.so$", n))
         assert "torch_nvgpu/backends.conf" in names
+        # inductor's Triton kernels for the device: Triton's compiler under its name
+        assert "torch_nvgpu_triton/compiler.py" in names
+        entry_points = z.read(next(n for n in names if n.endswith(".dist-info/entry_points.txt")))
+        assert "[triton.backends]\nnvgpu = torch_nvgpu_triton" in entry_points.decode()
         z.extract(so, tmp_path / "x")
     module = tmp_path / "x" / so
     ldd = subprocess.run(["ldd", str(module)], capture_output=True, text=True).stdout

@@ -168,13 +168,15 @@ def test_two_vendors_differ_only_where_their_profiles_do(tmp_path):
     unboxed, direct or presized, casts through the direct _foreach_copy_; the view test names the
     unboxed ones) and cuda's
     device_count_probe (the HAL, _config.py) differ; cuda alone has inductor's Triton kernels
-    (compile: kernels: triton: the torch_x_triton package, its entry point in pyproject.toml);
+    (compile: kernels: triton: the torch_x_triton package, its entry point in pyproject.toml,
+    its test);
     every other file is byte for byte the same."""
     a = scaffold("metax", out=tmp_path / "a", name="torch_x", device="xdev")
     b = scaffold("cuda", out=tmp_path / "b", name="torch_x", device="xdev")
     api = "csrc/runtime/declared_api/"
-    triton = [f for f in b.files if f.startswith("torch_x_triton/")]
-    assert triton == [f"torch_x_triton/{m}.py" for m in ("__init__", "compiler", "driver")]
+    triton = [f for f in b.files if f.startswith("torch_x_triton/") or "triton" in f]
+    assert triton == ["tests/test_compile_triton.py"] + [
+        f"torch_x_triton/{m}.py" for m in ("__init__", "compiler", "driver")]
     files_a = [f for f in a.files if not f.startswith(api)]
     assert files_a == [f for f in b.files if not f.startswith(api) and f not in triton]
     differ = [f for f in files_a if (a.out / f).read_bytes() != (b.out / f).read_bytes()]
