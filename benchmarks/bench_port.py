@@ -3,16 +3,19 @@ copy of the same files, in the same run (ratio of medians).
 
     python benchmarks/bench_port.py [--extraction DIR | --tree PATH] [--runs N | --quick] [--baseline DIR]
 
-Both are timed as whole programs, from outside, each in a fresh process: hipify as
-``tests/support/port.py`` runs it (the stage-1 torch wheel's ``torch/utils/hipify``, imported
-without torch, ``is_pytorch_extension=True``, over a fresh copy of the extraction; the copy is
-not timed), and ``tdev port EXTRACTION --to hip --out NEW``. Target: tdev port <= 1/5 of hipify's
+All are timed as whole programs, from outside, each in a fresh process, over fresh copies of the
+extraction (the copies are not timed; ``is_pytorch_extension=True``): hipify's own work as
+``tests/support/port.py`` runs it (the stage-1 torch wheel's ``torch/utils/hipify`` imported
+without torch), hipify as torch ships it (``from torch.utils.hipify import hipify_python`` in this
+interpreter, which imports torch: what a user runs), and ``tdev port EXTRACTION --to hip --out
+NEW``; the ratio to each is printed. Target: tdev port <= 1/5 of hipify's
 wall time. Each timed run starts after ``sync`` and a short pause, the two in turns first, and
 no output is deleted before the end (ext4 looks past recently deleted inodes when it allocates
 new ones: creating files within seconds of a large deletion takes up to ten times as long); the
 median of the runs of each. Both run with compiled bytecode, as an installed package does (a bytecode cache under
 the run's temporary directory, filled by one untimed run of each). Also printed: the CPU time (user + system) of each, which a loaded machine changes
-less than the wall time, and the share of files identical to hipify's.
+less than the wall time, and the share of files identical to hipify's (run as PyTorch's build
+runs it for the files the build hipifies, with --tree or the default tree).
 """
 from __future__ import annotations
 
@@ -43,16 +46,17 @@ def main() -> int:
                     "its tdev port timed in the same turns")
     a = ap.parse_args()
     runs = 3 if a.quick else a.runs
-    from support.port import HIPIFY_DRIVER, STAGE1_PYTHON, compare, extract, run_hipify
+    from support.port import (HIPIFY_DRIVER, HIPIFY_SHIPPED_DRIVER, STAGE1_PYTHON, compare,
+                              extract, hipify_as_pytorch_builds, run_hipify)
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        ext = a.extraction
+        ext, tree = a.extraction, a.tree
         if ext is None:
-            tree = a.tree or Path(subprocess.check_output(
+            tree = tree or Path(subprocess.check_output(
                 ["bash", str(REPO / "tools/get-pytorch-src.sh"), "2.6.0"], text=True).strip().splitlines()[-1])
             ext = extract(tree, work / "extraction" / "torch_cuda")
-        names = ["hip", "port"] + (["baseline"] if a.baseline else [])
+        names = ["hip", "hip-shipped", "port"] + (["baseline"] if a.baseline else [])
         walls: dict[str, list[float]] = {n: [] for n in names}
         cpus: dict[str, list[float]] = {n: [] for n in names}
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -61,9 +65,11 @@ def main() -> int:
             [str(a.baseline.resolve())] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))) if a.baseline else env
         load_before = os.getloadavg()
         for i in range(-1, runs):  # run -1 fills the bytecode caches, untimed
-            copy = work / f"hipify{i}"
+            copy, shipped = work / f"hipify{i}", work / f"hipify-shipped{i}"
             shutil.copytree(ext, copy, symlinks=True)
-            cmds = {"hip": ([str(STAGE1_PYTHON), "-c", HIPIFY_DRIVER, str(copy)], env)}
+            shutil.copytree(ext, shipped, symlinks=True)
+            cmds = {"hip": ([str(STAGE1_PYTHON), "-c", HIPIFY_DRIVER, str(copy)], env),
+                    "hip-shipped": ([sys.executable, "-c", HIPIFY_SHIPPED_DRIVER, str(shipped)], env)}
             for n, e in (("port", env), ("baseline", base_env)):
                 out = work / f"{n}{i}" / "torch_hip"
                 cmds[n] = ([sys.executable, "-m", "tdev", "port", str(ext), "--to", "hip", "--out", str(out)], e)
@@ -81,16 +87,27 @@ def main() -> int:
         from tdev.port.plan import make_plan
         from tdev.port.profile import load_named
 
-        hipified, _ = run_hipify(ext, work)
         plan = make_plan(ext, load_named("hip"))
+        if tree is not None:  # the files PyTorch's build hipifies as it runs hipify
+            mode = "as PyTorch's build runs it"
+            hipified = hipify_as_pytorch_builds(ext, work, tree / "tools/amd_build/build_amd.py",
+                                                {f.source for f in plan.files if f.ported})
+        else:
+            mode = "as an extension (no --tree: build_amd.py unknown)"
+            hipified, _ = run_hipify(ext, work)
         c = compare(hipified, {f.source: f.data for f in plan.files})
     hip, port = statistics.median(walls["hip"]), statistics.median(walls["port"])
-    print(f"files hipify saw: {len(hipified)}; identical: {len(c.identical)} ({100 * c.share:.2f} %), "
+    print(f"hipify {mode}: files {len(hipified)}; identical: {len(c.identical)} ({100 * c.share:.2f} %), "
           f"different: {len(c.different)}, not ported: {len(c.missing)}")
     print(f"hipify    median {hip:.3f} s  runs {' '.join(f'{x:.2f}' for x in walls['hip'])}")
     print(f"tdev port median {port:.3f} s  runs {' '.join(f'{x:.2f}' for x in walls['port'])}")
-    print(f"ratio (port / hipify) {port / hip:.3f}  target <= {TARGET:.3f}: "
-          f"{'met' if port / hip <= TARGET else 'NOT met'}")
+    import torch  # (the version of the hipify torch ships, in this interpreter)
+    shipped = statistics.median(walls["hip-shipped"])
+    print(f"hipify as torch {torch.__version__} ships it (torch.utils.hipify) median {shipped:.3f} s  runs "
+          f"{' '.join(f'{x:.2f}' for x in walls['hip-shipped'])}")
+    for what, base in (("hipify's own work", hip), ("hipify as shipped", shipped)):
+        print(f"ratio (port / {what}) {port / base:.3f}  target <= {TARGET:.3f}: "
+              f"{'met' if port / base <= TARGET else 'NOT met'}")
     hc, pc = statistics.median(cpus["hip"]), statistics.median(cpus["port"])
     print(f"CPU (user + system): hipify median {hc:.3f} s, tdev port median {pc:.3f} s, ratio {pc / hc:.3f}")
     if a.baseline:

@@ -21,19 +21,27 @@ from support.extract import tdev
 STAGE1_PYTHON = Path(os.environ.get("TDEV_STAGE1_PYTHON",
                                     Path.home() / ".cache/tdev/stage1/torch-2.6.0/bin/python"))
 
-# runs in the stage-1 python: hipify imported as tools/amd_build/build_amd.py imports it
-# (torch/utils on sys.path, torch itself not imported); prints {source: [hipified, status]}
-HIPIFY_DRIVER = r"""
-import importlib.util, json, os, sys, time
-utils = os.path.join(list(importlib.util.find_spec("torch").submodule_search_locations)[0], "utils")
-sys.path.insert(0, utils)
-from hipify import hipify_python
+# hipify over the directory argv[1], as a PyTorch extension; prints {source: [hipified, status]}
+_HIPIFY_CALL = r"""
 t = time.perf_counter()
 res = hipify_python.hipify(project_directory=sys.argv[1], output_directory=sys.argv[1], includes=["*"],
                            is_pytorch_extension=True, hip_clang_launch=True, show_progress=False)
 wall = time.perf_counter() - t
 json.dump({"wall": wall, "files": {k: [v.hipified_path, v.status] for k, v in res.items()}}, sys.stdout)
 """
+# runs in the stage-1 python: hipify's own work, imported as tools/amd_build/build_amd.py imports
+# it (torch/utils on sys.path, torch itself not imported)
+HIPIFY_DRIVER = r"""
+import importlib.util, json, os, sys, time
+utils = os.path.join(list(importlib.util.find_spec("torch").submodule_search_locations)[0], "utils")
+sys.path.insert(0, utils)
+from hipify import hipify_python
+""" + _HIPIFY_CALL
+# hipify as torch ships it, in any python with torch: torch.utils.hipify (importing torch)
+HIPIFY_SHIPPED_DRIVER = r"""
+import json, sys, time
+from torch.utils.hipify import hipify_python
+""" + _HIPIFY_CALL
 
 
 # runs in the stage-1 python: hipify as tools/amd_build/build_amd.py runs it (its includes and
@@ -82,6 +90,17 @@ def run_build_hipify(extraction: Path, work: Path, build_amd: Path,
     r = subprocess.run([str(python), "-c", BUILD_DRIVER, str(tree), str(build_amd)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     return {path_of[k]: (v[0], v[1], v[2], v[3]) for k, v in json.loads(r.stdout).items()}
+
+
+def hipify_as_pytorch_builds(extraction: Path, work: Path, build_amd: Path,
+                             ported: set[str]) -> dict[str, tuple]:
+    """What hipify writes for each extraction file the profile ports: PyTorch's build's output
+    (build_amd.py's includes, hipify's own classes of files) for the files the build hipifies,
+    the extension mode's for the others (``ported``: the extraction paths the profile ports)."""
+    built = {s: v for s, v in run_build_hipify(extraction, work / "build", build_amd).items()
+             if s in ported}
+    extension, _ = run_hipify(extraction, work)
+    return {**{k: v for k, v in extension.items() if k not in built}, **built}
 
 
 def extract(tree: Path, out: Path) -> Path:
