@@ -33,6 +33,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
+import importlib.util
 import os
 from types import SimpleNamespace
 from typing import Any, Callable
@@ -95,14 +96,14 @@ class DeviceInterface(_dynamo_devices.DeviceInterface):
         vendor's figures (processors, registers, threads, warp size), for C++ kernels the
         host's CPUs, which run them."""
         props = dataclasses.asdict(_device.get_device_properties(device))
-        if COMPILE_KERNELS == "triton":
+        if triton_kernels():
             return SimpleNamespace(**{**props, **_triton_device(props["index"])[1]})
         return SimpleNamespace(**props, multi_processor_count=os.cpu_count() or 1)
 
     @staticmethod
     def get_compute_capability(device: Any = None) -> Any:
         """The architecture Triton compiles for (the vendor's target's), "" without Triton."""
-        if COMPILE_KERNELS != "triton":
+        if not triton_kernels():
             return ""
         return _triton_device(_device.get_device_properties(device).index)[0]
 
@@ -112,7 +113,14 @@ class DeviceInterface(_dynamo_devices.DeviceInterface):
 
     @staticmethod
     def is_triton_capable(device: Any = None) -> bool:
-        return COMPILE_KERNELS == "triton"
+        return triton_kernels()
+
+
+@functools.lru_cache(maxsize=None)
+def triton_kernels() -> bool:
+    """Whether inductor generates Triton kernels for the device: the profile says so and Triton
+    is installed (without it, plain torch.compile says how to compile without kernels)."""
+    return COMPILE_KERNELS == "triton" and importlib.util.find_spec("triton") is not None
 
 
 TRITON_PROPERTIES = ("multi_processor_count", "major", "minor", "regs_per_multiprocessor",
@@ -158,8 +166,10 @@ def _scheduling() -> type:
             return False
 
         def codegen_node(self, node: Any) -> None:
+            why = ("its kernels are Triton's and Triton is not installed" if
+                   COMPILE_KERNELS == "triton" else "inductor cannot generate kernels for it")
             raise NotImplementedError(
-                f"{DEVICE}: inductor cannot generate kernels for this device; compile with "
+                f"{DEVICE}: {why}; compile with "
                 f"torch.compile(model, backend={DEVICE!r}) or "
                 f"torch.compile(model, options={FALLBACK_OPTIONS!r}) (every operator runs as "
                 f"the device's ATen kernel)")
@@ -297,7 +307,7 @@ def register() -> None:
     except ImportError:  # older torch
         WrapperFxCodegen = None
 
-    if COMPILE_KERNELS == "triton":
+    if triton_kernels():
         from torch._inductor.codegen.triton import TritonScheduling
         scheduling, wrapper = TritonScheduling, PythonWrapperCodegen
     elif COMPILE_KERNELS == "cpp":
