@@ -90,8 +90,8 @@ def main() -> int:
         plan = make_plan(ext, load_named("hip"))
         if tree is not None:  # the files PyTorch's build hipifies as it runs hipify
             mode = "as PyTorch's build runs it"
-            hipified = hipify_as_pytorch_builds(ext, work, tree / "tools/amd_build/build_amd.py",
-                                                {f.source for f in plan.files if f.ported})
+            hipified, _, _ = hipify_as_pytorch_builds(ext, work, tree / "tools/amd_build/build_amd.py",
+                                                      {f.source for f in plan.files if f.ported})
         else:
             mode = "as an extension (no --tree: build_amd.py unknown)"
             hipified, _ = run_hipify(ext, work)

@@ -15,7 +15,8 @@ from tdev.port.plan import make_plan
 from tdev.port.profile import load_named
 
 from support.extract import tdev
-from support.port import compare, difference_class, extract, run_build_hipify, run_hipify
+from support.port import (compare, difference_class, extract, hipify_as_pytorch_builds,
+                          run_build_hipify)
 
 pytestmark = [pytest.mark.realtree, pytest.mark.slow]
 
@@ -40,13 +41,12 @@ def check_against_hipify(ext: Path, tree: Path, work: Path) -> None:
     writes a PyTorch extension's."""
     plan = make_plan(ext, load_named("hip"))
     ported = {f.source: f for f in plan.files}
-    built = run_build_hipify(ext, work / "build", build_amd(tree))
+    hipified, built, wall = hipify_as_pytorch_builds(
+        ext, work, build_amd(tree), {s for s, f in ported.items() if f.ported})
     # the build also rewrites the CMakeLists.txt it names; the profile ports C++/CUDA sources
     # only (the ported tree is built by wrapped-cmake's backend profile)
     assert {Path(s).name for s in built if not ported[s].ported} <= {"CMakeLists.txt"}
     built = {s: v for s, v in built.items() if ported[s].ported}
-    extension, wall = run_hipify(ext, work)
-    hipified = {**{k: v for k, v in extension.items() if k not in built}, **built}
     c = compare(hipified, {s: f.data for s, f in ported.items()})
     assert not c.missing
     assert c.share >= 0.99, (c.share, sorted(c.different))

@@ -29,14 +29,16 @@ res = hipify_python.hipify(project_directory=sys.argv[1], output_directory=sys.a
 wall = time.perf_counter() - t
 json.dump({"wall": wall, "files": {k: [v.hipified_path, v.status] for k, v in res.items()}}, sys.stdout)
 """
-# runs in the stage-1 python: hipify's own work, imported as tools/amd_build/build_amd.py imports
-# it (torch/utils on sys.path, torch itself not imported)
-HIPIFY_DRIVER = r"""
-import importlib.util, json, os, sys, time
+# hipify imported as tools/amd_build/build_amd.py imports it (torch/utils on sys.path, torch
+# itself not imported)
+_HIPIFY_WITHOUT_TORCH = r"""
+import ast, importlib.util, json, os, sys, time
 utils = os.path.join(list(importlib.util.find_spec("torch").submodule_search_locations)[0], "utils")
 sys.path.insert(0, utils)
 from hipify import hipify_python
-""" + _HIPIFY_CALL
+"""
+# runs in the stage-1 python: hipify's own work
+HIPIFY_DRIVER = _HIPIFY_WITHOUT_TORCH + _HIPIFY_CALL
 # hipify as torch ships it, in any python with torch: torch.utils.hipify (importing torch)
 HIPIFY_SHIPPED_DRIVER = r"""
 import json, sys, time
@@ -47,11 +49,8 @@ from torch.utils.hipify import hipify_python
 # runs in the stage-1 python: hipify as tools/amd_build/build_amd.py runs it (its includes and
 # ignores, read from the release's build_amd.py as data; is_pytorch_extension=False); prints
 # {path: [hipified, status, class, in place]} with hipify's own class of each file
-BUILD_DRIVER = r"""
-import ast, importlib.util, json, os, sys, time
-utils = os.path.join(list(importlib.util.find_spec("torch").submodule_search_locations)[0], "utils")
-sys.path.insert(0, utils)
-from hipify import hipify_python as h
+BUILD_DRIVER = _HIPIFY_WITHOUT_TORCH + r"""
+h = hipify_python
 tree, build = sys.argv[1], sys.argv[2]
 lists = {}
 for node in ast.parse(open(build).read()).body:
@@ -93,14 +92,15 @@ def run_build_hipify(extraction: Path, work: Path, build_amd: Path,
 
 
 def hipify_as_pytorch_builds(extraction: Path, work: Path, build_amd: Path,
-                             ported: set[str]) -> dict[str, tuple]:
-    """What hipify writes for each extraction file the profile ports: PyTorch's build's output
-    (build_amd.py's includes, hipify's own classes of files) for the files the build hipifies,
-    the extension mode's for the others (``ported``: the extraction paths the profile ports)."""
-    built = {s: v for s, v in run_build_hipify(extraction, work / "build", build_amd).items()
-             if s in ported}
-    extension, _ = run_hipify(extraction, work)
-    return {**{k: v for k, v in extension.items() if k not in built}, **built}
+                             ported: set[str]) -> tuple[dict[str, tuple], dict[str, tuple], float]:
+    """What hipify writes for each extraction file: PyTorch's build's output (build_amd.py's
+    includes, hipify's own classes of files) for the files the build hipifies and the profile
+    ports (``ported``: their extraction paths), the extension mode's for the others; with every
+    file the build hipifies (``run_build_hipify``'s answer) and the extension run's wall time."""
+    built = run_build_hipify(extraction, work / "build", build_amd)
+    extension, wall = run_hipify(extraction, work)
+    mine = {s: v for s, v in built.items() if s in ported}
+    return {**{k: v for k, v in extension.items() if k not in mine}, **mine}, built, wall
 
 
 def extract(tree: Path, out: Path) -> Path:
