@@ -86,11 +86,12 @@ def test_a_port_is_the_slow_paths_port(text, which):
     assert porter.port(text, "a.cu", resolve) == porter.port(text, "a.cu", resolve, slow=True)
 
 
-def test_the_forked_half_gives_the_plain_loops_answers(monkeypatch):
+def test_the_forked_process_gives_the_plain_loops_answers(monkeypatch):
     """In order; an error is the first failing item's, as the plain loop raises it; a forked
-    process that dies is made up for."""
+    process that dies is made up for; items kept here are done here."""
     import os
     import signal
+    import time
 
     import pytest
 
@@ -98,22 +99,60 @@ def test_the_forked_half_gives_the_plain_loops_answers(monkeypatch):
 
     monkeypatch.setattr(workers, "_free_core", lambda: True)
     items = list(range(101))
-    got = workers.forked_map(lambda x: (x, os.getpid()), items)
-    assert [x for x, _ in got] == items and len({pid for _, pid in got}) == 2  # two processes, in order
+    parent = os.getpid()
+
+    def which(x):
+        time.sleep(0.002)  # long enough for both processes to take some
+        return x, os.getpid()
+    for cost in (None, lambda x: x % 7):
+        got = workers.forked_map(which, items, cost=cost, here=lambda x: x % 10 == 0)
+        assert [x for x, _ in got] == items and len({pid for _, pid in got}) == 2  # two processes, in order
+        assert all(pid == parent for x, pid in got if x % 10 == 0)
 
     def failing(x):
         if x in (33, 70):
             raise ValueError(x)
         return x
-    with pytest.raises(ValueError, match="33"):
-        workers.forked_map(failing, items)
-    parent = os.getpid()
+    for cost in (None, lambda x: x, lambda x: -x):  # whichever process meets which first
+        with pytest.raises(ValueError, match="33"):
+            workers.forked_map(failing, items, cost=cost)
 
     def dies_there(x):
         if os.getpid() != parent and x == 51:
             os.kill(os.getpid(), signal.SIGKILL)
         return -x
     assert workers.forked_map(dies_there, items) == [-x for x in items]
+
+
+def test_the_items_go_to_the_process_that_is_free(monkeypatch):
+    """Items are taken one by one by whichever process is done with its last, the largest
+    first: a process slowed down takes few of them (not half), and the largest is the first
+    taken."""
+    import os
+    import time
+
+    from tdev.port import workers
+
+    monkeypatch.setattr(workers, "_free_core", lambda: True)
+    parent = os.getpid()
+
+    def slow_there(x):
+        time.sleep(0.2 if os.getpid() != parent else 0.005)
+        return os.getpid()
+    pids = workers.forked_map(slow_there, list(range(100)))
+    assert 0 < sum(pid != parent for pid in pids) < 25
+    order = []
+
+    def seen(x):
+        order.append(x)
+        return x
+    monkeypatch.setattr(workers, "_free_core", lambda: False)
+    assert workers.forked_map(seen, list(range(100)), cost=lambda x: x) == list(range(100))
+    monkeypatch.setattr(workers, "_free_core", lambda: True)
+    order.clear()
+    workers.forked_map(seen, list(range(100)), cost=lambda x: -abs(x - 40))
+    assert order[0] in (40, 39, 41)  # this process took one of the first ones (the child the other)
+    assert order == sorted(order, key=lambda x: abs(x - 40))  # ... and went on in the order of cost
 
 
 def test_each_files_digest_is_its_bytes_digest(tmp_path):
@@ -143,15 +182,17 @@ def test_each_files_digest_is_its_bytes_digest(tmp_path):
 
 
 def test_the_fork_waits_for_a_free_core(tmp_path, monkeypatch):
-    """On two cores: forked only with the load average under one and no other task running at
-    that moment; on one core never."""
+    """On two cores: forked only with no other task running at that moment and the load
+    average under two (one core kept busy until a moment ago, as by the program that runs the
+    port, is no reason not to); on one core never."""
     import os
 
     from tdev.port import workers
 
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     cases = {"0.50 0.40 0.30 1/90 77\n": True, "0.50 0.40 0.30 2/90 77\n": False,
-             "1.20 0.40 0.30 1/90 77\n": False}
+             "1.20 0.40 0.30 1/90 77\n": True, "2.10 0.40 0.30 1/90 77\n": False,
+             "1.20 0.40 0.30 3/90 77\n": False}
     for text, free in cases.items():
         (tmp_path / "loadavg").write_text(text)
         assert workers._free_core(str(tmp_path / "loadavg")) is free, text

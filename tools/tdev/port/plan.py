@@ -107,7 +107,7 @@ def include_index(entries) -> dict[str, str]:
 
 def make_plan(extraction: str | os.PathLike, profile: Profile, *, slow: bool = False) -> PortPlan:
     """The port of every file (``slow``: names found by the one-pattern slow path, regions read
-    one character at a time), half of them in a forked process (``workers.forked_map``)."""
+    one character at a time), shared with a forked process (``workers.forked_map``)."""
     out = Path(extraction)
     m = xmanifest.load_manifest(out)
     entries = [e for e in m.entries if e.role != "report"]
@@ -166,7 +166,10 @@ def make_plan(extraction: str | os.PathLike, profile: Profile, *, slow: bool = F
                                tuple(sorted(lines_of(text, edits) + extra, key=lambda c: c.line)), data,
                                digest), notes
 
-    results = forked_map(one, paths)
+    # the largest files first, taken by whichever process is free; a copy is read and hashed
+    # here (its bytes would cost about as much to send back)
+    size = {e.path: e.size for e in entries}
+    results = forked_map(one, paths, cost=size.__getitem__, here=lambda p: not profile.ports(p))
     files = [f for f, _ in results]
     notes = [n for _, ns in results for n in ns]
     return PortPlan(str(out), profile, files, dict(m.torch),

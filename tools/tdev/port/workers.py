@@ -1,15 +1,22 @@
 """A function over a list in two processes: this one and one forked beside it (the port of an
 extraction is pure work on each file, and most machines have a second core). Only where a core
-is free: the load average below the cores less one, and no more tasks running at this moment
-than this one and one per core beyond two (``/proc/loadavg``, where there is one). With the
-second core busy the two processes share one core (the scheduler shares the cores between
-groups of processes) and the fork, its copied memory and the results' trip back through the
-pipe make the port slower.
+is free: no more tasks running at this moment than this one and one per core beyond two, and
+the load average below the number of cores (``/proc/loadavg``, where there is one; without it,
+the load average below the cores less one). The load average alone would say no after any
+program that kept one core busy until a moment ago, such as the one that runs this, while the
+other core waits. With the second core busy the two processes share one core (the scheduler
+shares the cores between groups of processes) and the fork, its copied memory and the
+results' trip back through the pipe make the port slower.
 
-The forked process does every second item and sends its results back through a pipe; the
-answer is the list the function gives item by item, in order. When anything goes wrong there
-(an error, a killed process), this process does those items again itself, so that an error is
-raised as the plain loop raises it: the first failing item's."""
+The items are not split in halves beforehand: their numbers wait in a pipe, the largest items
+first (``cost``), and each process takes the next one when it is done with the last, so that
+both end at about the same time whatever the items weigh and whatever else the machine runs
+(a process that gets less of the CPU takes fewer items). Items ``here`` says are done by this
+process only (those whose results are large for the work they take: sending them back would
+cost about as much as doing them). The forked process sends its results back through a second
+pipe; the answer is the list the function gives item by item, in order. When anything goes
+wrong there (an error, a killed process), this process does the items it did not get back
+itself, so that an error is raised as the plain loop raises it: the first failing item's."""
 from __future__ import annotations
 
 import os
@@ -18,21 +25,43 @@ from typing import Callable, TypeVar
 T = TypeVar("T")
 R = TypeVar("R")
 MIN_ITEMS = 64  # fewer: not worth a process
+TOKEN = 2  # bytes of a number in the pipe
+TOKENS = 2048  # numbers at most: written before the fork, they must fit in the smallest pipe (a page)
 
 
-def forked_map(fn: Callable[[T], R], items: list[T]) -> list[R]:
+def forked_map(fn: Callable[[T], R], items: list[T], *, cost: Callable[[T], float] | None = None,
+               here: Callable[[T], bool] | None = None) -> list[R]:
     if len(items) < MIN_ITEMS or not hasattr(os, "fork") or not _free_core():
         return [fn(x) for x in items]
     import pickle  # here: a run that does not fork does not load it
 
-    mine, theirs = items[0::2], items[1::2]
+    n = len(items)
+    mine = [k for k in range(n) if here is not None and here(items[k])]
+    shared = [k for k in range(n) if here is None or not here(items[k])]
+    if cost is not None:
+        shared.sort(key=lambda k: -cost(items[k]))
+    step = -(-len(shared) // TOKENS)  # items per number: one, unless there are very many
+    groups = [shared[i:i + step] for i in range(0, len(shared), step)]
+    queue_r, queue_w = os.pipe()
+    _write_all(queue_w, b"".join(g.to_bytes(TOKEN, "little") for g in range(len(groups))))
+    os.close(queue_w)  # both processes read to the end of the numbers
+
+    def take():  # the next group of items, None when there is none left
+        got = os.read(queue_r, TOKEN)
+        while 0 < len(got) < TOKEN:
+            got += os.read(queue_r, TOKEN - len(got))
+        return groups[int.from_bytes(got, "little")] if got else None
+
     r, w = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the forked process: its share, then its results, then gone
+    if pid == 0:  # the forked process: items from the pipe, then its results, then gone
         code = 0
         try:
             os.close(r)
-            payload = pickle.dumps([fn(x) for x in theirs], pickle.HIGHEST_PROTOCOL)
+            done: list = []
+            while (group := take()) is not None:
+                done.extend((k, fn(items[k])) for k in group)
+            payload = pickle.dumps(done, pickle.HIGHEST_PROTOCOL)
             with os.fdopen(w, "wb") as out:
                 out.write(payload)
         except BaseException:
@@ -40,23 +69,32 @@ def forked_map(fn: Callable[[T], R], items: list[T]) -> list[R]:
         finally:
             os._exit(code)
     os.close(w)
+    results: dict[int, R] = {}
     try:
-        ours = [fn(x) for x in mine]
+        for k in mine:
+            results[k] = fn(items[k])
+        while (group := take()) is not None:
+            for k in group:
+                results[k] = fn(items[k])
     except Exception:
+        os.close(queue_r)
         _collect(r, pid)
         return [fn(x) for x in items]  # raises the first failing item's error
     except BaseException:
+        os.close(queue_r)
         _collect(r, pid)
         raise
+    os.close(queue_r)
     got = _collect(r, pid)
-    if got is None:
-        got = [fn(x) for x in theirs]
-    out: list[R] = []
-    for k, res in enumerate(ours):
-        out.append(res)
-        if k < len(got):
-            out.append(got[k])
-    return out
+    if got is not None:
+        results.update(got)
+    return [results[k] if k in results else fn(items[k]) for k in range(n)]
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _free_core(loadavg: str = "/proc/loadavg") -> bool:
@@ -66,7 +104,7 @@ def _free_core(loadavg: str = "/proc/loadavg") -> bool:
     try:
         with open(loadavg, "rb") as fh:  # "1.05 0.70 0.55 2/160 4242": running/all
             fields = fh.read(256).split()
-        return float(fields[0]) < cores - 1 and int(fields[3].split(b"/")[0]) <= cores - 1
+        return float(fields[0]) < cores and int(fields[3].split(b"/")[0]) <= cores - 1
     except (OSError, IndexError, ValueError):
         pass
     try:
@@ -76,7 +114,7 @@ def _free_core(loadavg: str = "/proc/loadavg") -> bool:
 
 
 def _collect(r: int, pid: int):
-    """The forked process's results, None when it failed."""
+    """The forked process's results ((item number, result) pairs), None when it failed."""
     with os.fdopen(r, "rb") as fh:
         data = fh.read()
     _, status = os.waitpid(pid, 0)
