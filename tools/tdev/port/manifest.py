@@ -27,6 +27,7 @@ TOOL = "tdev port"
 MANIFEST_NAME = "PORT_MANIFEST.json"
 REPORT_NAME = "PORT_REPORT.json"
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+SORTED_JSON = json.JSONEncoder(sort_keys=True).encode  # json.dumps(x, sort_keys=True), one encoder
 
 
 class PortManifestError(BadInput):
@@ -43,7 +44,7 @@ class Listed:
 def render(doc: dict[str, Any]) -> bytes:
     """Deterministic JSON, one file entry per line (each written by the C encoder)."""
     head = {k: v for k, v in doc.items() if k != "files"}
-    rows = ",\n  ".join(json.dumps(f, sort_keys=True) for f in doc["files"])
+    rows = ",\n  ".join(map(SORTED_JSON, doc["files"]))
     text = json.dumps(head, indent=1, sort_keys=True)
     return (text[:-2] + f',\n "files": [\n  {rows}\n ]\n}}\n').encode("utf-8")
 
@@ -93,5 +94,5 @@ def verify(out: str | Path) -> VerifyResult:
     return res
 
 
-__all__ = ["MANIFEST_NAME", "REPORT_NAME", "PortManifestError", "VerifyResult", "load", "render", "sha256",
-           "verify"]
+__all__ = ["MANIFEST_NAME", "REPORT_NAME", "SORTED_JSON", "PortManifestError", "VerifyResult", "load", "render",
+           "sha256", "verify"]

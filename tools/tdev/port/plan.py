@@ -179,12 +179,15 @@ def make_plan(extraction: str | os.PathLike, profile: Profile, *, slow: bool = F
 
 def _read_all(fd: int, size: int, path: str) -> bytes:
     """The bytes of the open file ``fd`` to its end (``size``: its size when opened, the first
-    read's length), at most MAX_SOURCE_BYTES: a file that grew past it is refused."""
+    read's length), at most MAX_SOURCE_BYTES: a file that grew past it is refused. A first read
+    that gives the whole size and no byte more is the end (no second read)."""
     chunks, total, want = [], 0, size + 1
     while chunk := os.read(fd, want):
         chunks.append(chunk)
         total += len(chunk)
         if total > MAX_SOURCE_BYTES:
             raise PortError(path, f"too large to port (more than {MAX_SOURCE_BYTES} bytes)")
+        if total == size and len(chunks) == 1:
+            break
         want = 1 << 16
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)

@@ -26,7 +26,7 @@ from tdev.extract import localwork
 from tdev.extract.localwork import LocalChanges
 
 from . import FAULT_ENV
-from .manifest import MANIFEST_NAME, REPORT_NAME, PortManifestError, render, sha256, verify
+from .manifest import MANIFEST_NAME, REPORT_NAME, SORTED_JSON, PortManifestError, render, sha256, verify
 from .plan import PortPlan
 
 
@@ -63,7 +63,7 @@ def contents(plan: PortPlan, out: Path) -> tuple[dict[str, tuple[bytes, bool, st
         rows.append({"path": f.dest, "sha256": digest, "size": len(f.data), "source": f.source,
                      "source_sha256": f.source_sha256, "ported": f.ported, "applied": f.applied()})
         if f.changes:
-            report[f.dest] = [c.to_json() for c in f.changes]
+            report[f.dest] = [[c.line, c.old, c.new, c.origin] for c in f.changes]  # Change.to_json
     rep = lines_json({"unresolved_includes": [list(x) for x in plan.unresolved],
                       "includes_naming_renamed_files": [list(x) for x in plan.kept], "changes": report})
     data[REPORT_NAME] = (rep, False, sha256(rep))
@@ -83,7 +83,7 @@ def contents(plan: PortPlan, out: Path) -> tuple[dict[str, tuple[bytes, bool, st
 
 def lines_json(doc: dict[str, Any]) -> bytes:
     """``doc`` as JSON, one line per key (sorted), each value written by the C encoder."""
-    rows = [f"{json.dumps(k)}: {json.dumps(v, sort_keys=True)}" for k, v in sorted(doc.items())]
+    rows = [f"{json.dumps(k)}: {SORTED_JSON(v)}" for k, v in sorted(doc.items())]
     return ("{\n" + ",\n".join(rows) + "\n}\n").encode()
 
 
@@ -136,8 +136,8 @@ def _locked(plan: PortPlan, out: Path, discard: bool, faults: FaultPoints) -> Wr
 
     def fill(new: Path) -> None:
         items = sorted(data.items())
-        for parent in sorted({posixpath.dirname(os.path.join(new, dest)) for dest in data}):
-            os.makedirs(parent, exist_ok=True)
+        for d in _directories(data):  # each once, a parent before its children
+            os.mkdir(os.path.join(new, d))
         # files are created by a few threads: creating a file is the kernel's work (the threads
         # wait on it side by side); each batch is whole before the next checkpoint
         with _Writers(lambda share: _put(out, new, share, old)) as writers:
@@ -194,12 +194,25 @@ class _Writers:
             raise self.errors[0]
 
 
+def _directories(paths) -> list[str]:
+    """The directories the files ``paths`` are in and their parents, sorted (a parent is a
+    prefix of its children: it comes first)."""
+    dirs: set[str] = set()
+    for p in paths:
+        d = posixpath.dirname(p)
+        while d and d not in dirs:
+            dirs.add(d)
+            d = posixpath.dirname(d)
+    return sorted(dirs)
+
+
 def _put(out: Path, new: Path, items: list[tuple[str, tuple[bytes, bool, str]]], old: dict[str, str]) -> None:
     """Files of the new tree: hard-linked from the previous tree when the bytes are the same there
     (the same file, inode and mtime), else written."""
+    new, out = os.fspath(new), os.fspath(out)
     for dest, (b, exe, digest) in items:
         path = os.path.join(new, dest)
-        if old.get(dest) == digest:
+        if old and old.get(dest) == digest:
             os.link(os.path.join(out, dest), path)
             continue
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
