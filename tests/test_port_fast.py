@@ -123,6 +123,12 @@ def test_the_forked_process_gives_the_plain_loops_answers(monkeypatch):
         return -x
     assert workers.forked_map(dies_there, items) == [-x for x in items]
 
+    def large(x):  # results much larger than a pipe holds, sent while this process works
+        time.sleep(0.001)
+        return bytes([x]) * 200_000, os.getpid()
+    got = workers.forked_map(large, items)
+    assert [b for b, _ in got] == [bytes([x]) * 200_000 for x in items] and len({p for _, p in got}) == 2
+
 
 def test_the_items_go_to_the_process_that_is_free(monkeypatch):
     """Items are taken one by one by whichever process is done with its last, the largest
@@ -198,3 +204,61 @@ def test_the_fork_waits_for_a_free_core(tmp_path, monkeypatch):
         assert workers._free_core(str(tmp_path / "loadavg")) is free, text
     monkeypatch.setattr(os, "cpu_count", lambda: 1)
     assert workers._free_core(str(tmp_path / "loadavg")) is False
+
+
+def test_the_port_runs_without_the_cyclic_collector_and_restores_it(tmp_path, monkeypatch):
+    """`tdev port` pauses the cyclic collector while it ports and writes (nothing there is in a
+    reference cycle) and turns it back on after, also when the port fails."""
+    import gc
+
+    import pytest
+
+    from support.port import MINI, PROFILE, make_extraction
+    from tdev.cli.main import main
+    from tdev.port import plan
+
+    prof = tmp_path / "demo.yaml"
+    prof.write_text(PROFILE)
+    ext = make_extraction(tmp_path / "torch_cuda", MINI)
+    seen = []
+    real = plan.make_plan
+
+    def spy(*a, **k):
+        seen.append(gc.isenabled())
+        return real(*a, **k)
+    monkeypatch.setattr(plan, "make_plan", spy)
+    assert gc.isenabled()
+    assert main(["port", str(ext), "--to", str(prof), "--out", str(tmp_path / "out")]) == 0
+    assert seen == [False] and gc.isenabled()
+
+    def fails(*a, **k):
+        raise RuntimeError("stop")
+    monkeypatch.setattr(plan, "make_plan", fails)
+    with pytest.raises(RuntimeError):
+        main(["port", str(ext), "--to", str(prof), "--out", str(tmp_path / "out2")])
+    assert gc.isenabled()
+
+
+def test_a_plan_made_in_two_processes_is_the_plan_made_in_one(tmp_path, monkeypatch):
+    """The files shared with the forked process (the largest first, the copies kept here) give
+    the plan the plain loop gives: every file, its bytes, digests, changes and notes, in order."""
+    from support.port import MINI, PROFILE, make_extraction
+    from tdev.port import workers
+    from tdev.port.plan import make_plan
+    from tdev.port.profile import load
+
+    prof = tmp_path / "demo.yaml"
+    prof.write_text(PROFILE)
+    files = dict(MINI)
+    for k in range(150):  # ported files of many sizes, copies among them, includes resolved or not
+        body = "".join(f"cudaMalloc(p{j}); // cudaStream_t\n" for j in range(k * 7 % 50))
+        files[f"torch_cuda/csrc/x{k % 4}/f{k}.cu"] = (None, f'#include "f{k - 1}.cu"\n#include "no{k}.h"\n' + body)
+        files[f"torch_cuda/csrc/x{k % 4}/f{k}.py"] = (None, "cudaMalloc\n" * (k % 5))
+    ext = make_extraction(tmp_path / "torch_cuda", files)
+    profile = load(prof)
+    monkeypatch.setattr(workers, "_free_core", lambda: False)
+    one = make_plan(ext, profile)
+    monkeypatch.setattr(workers, "_free_core", lambda: True)
+    two = make_plan(ext, profile)
+    assert len(one.files) == len(files) and one.files == two.files
+    assert (one.unresolved, one.kept) == (two.unresolved, two.kept) and one.unresolved

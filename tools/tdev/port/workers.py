@@ -13,10 +13,12 @@ first (``cost``), and each process takes the next one when it is done with the l
 both end at about the same time whatever the items weigh and whatever else the machine runs
 (a process that gets less of the CPU takes fewer items). Items ``here`` says are done by this
 process only (those whose results are large for the work they take: sending them back would
-cost about as much as doing them). The forked process sends its results back through a second
-pipe; the answer is the list the function gives item by item, in order. When anything goes
-wrong there (an error, a killed process), this process does the items it did not get back
-itself, so that an error is raised as the plain loop raises it: the first failing item's."""
+cost about as much as doing them). The forked process sends the results of each item it took
+back through a second pipe as soon as it has them, and this process reads them between its own
+items (no pickling and unpickling of them all once both are done); the answer is the list the
+function gives item by item, in order. When anything goes wrong there (an error, a killed
+process), this process does the items it did not get back itself, so that an error is raised as
+the plain loop raises it: the first failing item's."""
 from __future__ import annotations
 
 import os
@@ -27,6 +29,7 @@ R = TypeVar("R")
 MIN_ITEMS = 64  # fewer: not worth a process
 TOKEN = 2  # bytes of a number in the pipe
 TOKENS = 2048  # numbers at most: written before the fork, they must fit in the smallest pipe (a page)
+FRAME = 8  # bytes of a frame's length
 
 
 def forked_map(fn: Callable[[T], R], items: list[T], *, cost: Callable[[T], float] | None = None,
@@ -53,42 +56,90 @@ def forked_map(fn: Callable[[T], R], items: list[T], *, cost: Callable[[T], floa
         return groups[int.from_bytes(got, "little")] if got else None
 
     r, w = os.pipe()
+    _widen(w)
     pid = os.fork()
-    if pid == 0:  # the forked process: items from the pipe, then its results, then gone
+    if pid == 0:  # the forked process: items from the pipe, each group's results sent at once
         code = 0
         try:
             os.close(r)
-            done: list = []
             while (group := take()) is not None:
-                done.extend((k, fn(items[k])) for k in group)
-            payload = pickle.dumps(done, pickle.HIGHEST_PROTOCOL)
-            with os.fdopen(w, "wb") as out:
-                out.write(payload)
+                frame = pickle.dumps([(k, fn(items[k])) for k in group], pickle.HIGHEST_PROTOCOL)
+                _write_all(w, len(frame).to_bytes(FRAME, "little") + frame)
         except BaseException:
             code = 1
         finally:
             os._exit(code)
     os.close(w)
     results: dict[int, R] = {}
+    inbox = _Inbox(r)  # read between this process's items: the results are unpickled meanwhile
     try:
         for k in mine:
             results[k] = fn(items[k])
+            inbox.take(results)
         while (group := take()) is not None:
             for k in group:
                 results[k] = fn(items[k])
+            inbox.take(results)
     except Exception:
         os.close(queue_r)
-        _collect(r, pid)
+        inbox.close(pid, results)
         return [fn(x) for x in items]  # raises the first failing item's error
     except BaseException:
         os.close(queue_r)
-        _collect(r, pid)
+        inbox.close(pid, results)
         raise
     os.close(queue_r)
-    got = _collect(r, pid)
-    if got is not None:
-        results.update(got)
+    inbox.close(pid, results)
+    # what the forked process did not send (it failed, or was killed), done here
     return [results[k] if k in results else fn(items[k]) for k in range(n)]
+
+
+class _Inbox:
+    """The forked process's frames (length, then the pickled (item number, result) pairs of a
+    group): read when there are some, and at the end; a frame cut short (a killed process) is
+    left out."""
+
+    def __init__(self, fd: int):
+        self.fd, self.buf = fd, bytearray()
+        os.set_blocking(fd, False)
+
+    def take(self, results: dict) -> None:
+        try:
+            while chunk := os.read(self.fd, 1 << 20):
+                self.buf += chunk
+        except BlockingIOError:
+            pass
+        self._unpack(results)
+
+    def close(self, pid: int, results: dict) -> None:
+        os.set_blocking(self.fd, True)
+        while chunk := os.read(self.fd, 1 << 20):
+            self.buf += chunk
+        os.close(self.fd)
+        os.waitpid(pid, 0)
+        self._unpack(results)
+
+    def _unpack(self, results: dict) -> None:
+        import pickle
+
+        buf, pos = self.buf, 0
+        while len(buf) - pos >= FRAME:
+            size = int.from_bytes(buf[pos:pos + FRAME], "little")
+            if len(buf) - pos - FRAME < size:
+                break
+            results.update(pickle.loads(buf[pos + FRAME:pos + FRAME + size]))
+            pos += FRAME + size
+        del buf[:pos]
+
+
+def _widen(fd: int) -> None:
+    """A larger pipe where the system allows it: the forked process waits less to send."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 1 << 20)
+    except (ImportError, AttributeError, OSError):
+        pass
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -111,15 +162,3 @@ def _free_core(loadavg: str = "/proc/loadavg") -> bool:
         return os.getloadavg()[0] < cores - 1
     except OSError:
         return False
-
-
-def _collect(r: int, pid: int):
-    """The forked process's results ((item number, result) pairs), None when it failed."""
-    with os.fdopen(r, "rb") as fh:
-        data = fh.read()
-    _, status = os.waitpid(pid, 0)
-    if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0 or not data:
-        return None
-    import pickle
-
-    return pickle.loads(data)
