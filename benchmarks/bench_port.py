@@ -14,8 +14,12 @@ no output is deleted before the end (ext4 looks past recently deleted inodes whe
 new ones: creating files within seconds of a large deletion takes up to ten times as long); the
 median of the runs of each. Both run with compiled bytecode, as an installed package does (a bytecode cache under
 the run's temporary directory, filled by one untimed run of each). Also printed: the CPU time (user + system) of each, which a loaded machine changes
-less than the wall time, and the share of files identical to hipify's (run as PyTorch's build
-runs it for the files the build hipifies, with --tree or the default tree).
+less than the wall time, the share of files identical to hipify's (run as PyTorch's build
+runs it for the files the build hipifies, with --tree or the default tree), the files by what
+the port does with them (count and bytes), and the parts of ``tdev port`` timed inside one
+process (after the timed runs). A run started within minutes of a large deletion on the same
+file system (another benchmark run's end) finds file creation slow for a while: its first runs
+are slower than its last.
 """
 from __future__ import annotations
 
@@ -84,6 +88,7 @@ def main() -> int:
                 for n in names:
                     walls[n].clear(), cpus[n].clear()
         load_after = os.getloadavg()
+        phases = [_phases(ext, work / f"phases{k}" / "torch_hip", env) for k in range(PHASE_RUNS)]
         from tdev.port.plan import make_plan
         from tdev.port.profile import load_named
 
@@ -114,9 +119,61 @@ def main() -> int:
         b, bc = statistics.median(walls["baseline"]), statistics.median(cpus["baseline"])
         print(f"baseline  median {b:.3f} s  runs {' '.join(f'{x:.2f}' for x in walls['baseline'])}; "
               f"ratio {b / hip:.3f}; CPU median {bc:.3f} s ({a.baseline})")
+    print(_classes(plan))
+    print("tdev port's phases in one process (median of "
+          f"{PHASE_RUNS}, after the timed runs): " + ", ".join(f"{k} {statistics.median(p[k] for p in phases):.3f} s"
+                                                        for k in phases[0]))
     print(f"machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}; "
           f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after")
     return 0
+
+
+PHASE_RUNS = 3
+# tdev port's parts, timed inside one fresh process (as the command runs them)
+PHASES_DRIVER = r"""
+import gc, json, sys, time
+t0 = time.perf_counter()
+from tdev.port.plan import make_plan
+from tdev.port.profile import load_named
+from tdev.port.writer import write_tree
+t1 = time.perf_counter()
+profile = load_named("hip")
+t2 = time.perf_counter()
+gc.disable()  # as the command does while it ports and writes
+plan = make_plan(sys.argv[1], profile)
+t3 = time.perf_counter()
+write_tree(plan, sys.argv[2])
+t4 = time.perf_counter()
+json.dump({"imports": t1 - t0, "profile": t2 - t1, "plan (read, port, hash)": t3 - t2,
+           "write (manifest, report, tree)": t4 - t3}, sys.stdout)
+"""
+
+
+def _phases(ext: Path, out: Path, env: dict[str, str]) -> dict[str, float]:
+    import json
+
+    os.sync()
+    time.sleep(0.3)
+    return json.loads(subprocess.run([sys.executable, "-c", PHASES_DRIVER, str(ext), str(out)], check=True,
+                                     capture_output=True, text=True, env=env).stdout)
+
+
+def _classes(plan) -> str:
+    """The files by what the port does with them: count and megabytes."""
+    kinds: dict[str, list[int]] = {}
+    for f in plan.files:
+        kind = "copied" if not f.ported else "ported, same bytes" if f.sha256 == f.source_sha256 else "ported, new bytes"
+        k = kinds.setdefault(kind, [0, 0])
+        k[0] += 1
+        k[1] += len(f.data)
+    dirs = {d for f in plan.files for d in _parents(f.dest)}
+    return ("files: " + ", ".join(f"{kind} {n} ({size / 1e6:.1f} MB)" for kind, (n, size) in sorted(kinds.items()))
+            + f"; directories {len(dirs)}")
+
+
+def _parents(path: str) -> list[str]:
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[:k]) for k in range(1, len(parts) + 1)]
 
 
 def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:

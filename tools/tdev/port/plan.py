@@ -157,7 +157,7 @@ def make_plan(extraction: str | os.PathLike, profile: Profile, *, slow: bool = F
             return PortedFile(dest[p], p, data, exe, False, (), digest, digest), []
         text = data.decode("utf-8", "surrogateescape")
         notes: list = []
-        ported_by = porter.for_classes(profile.classes_of(pytorch_path.get(p)))
+        ported_by = porter.for_classes(classes[p])
         new, edits = ported_by.port(text, p, lambda h, r, q: resolve(h, r, q, notes), slow)
         if not edits and profile.keep_unchanged_names and posixpath.dirname(dest[p]) == posixpath.dirname(p):
             return PortedFile(p, p, data, exe, True, (), digest, digest), notes
@@ -166,6 +166,12 @@ def make_plan(extraction: str | os.PathLike, profile: Profile, *, slow: bool = F
                                tuple(sorted(lines_of(text, edits) + extra, key=lambda c: c.line)), data,
                                digest), notes
 
+    # each set of classes' porter made here, once, before the fork (not in each process)
+    classes = {p: profile.classes_of(pytorch_path.get(p)) for p in paths if profile.ports(p)}
+    for cs in {tuple(c.name for c in cs): cs for cs in classes.values()}.values():
+        variant = porter.for_classes(cs)
+        if variant.text is not None:  # its search, built now
+            getattr(variant, "texts" if slow else "substrings")
     # the largest files first, taken by whichever process is free; a copy is read and hashed
     # here (its bytes would cost about as much to send back)
     size = {e.path: e.size for e in entries}
