@@ -167,9 +167,9 @@ def test_two_vendors_differ_only_where_their_profiles_do(tmp_path):
     profiles' vendor_kernels say differently (cuda: unlisted operators go to the vendor, hot ones
     unboxed, direct or presized, casts through the direct _foreach_copy_; the view test names the
     unboxed ones) and cuda's
-    device_count_probe (the HAL, _config.py) differ; cuda alone has inductor's Triton kernels
-    (compile: kernels: triton: the torch_x_triton package, its entry point in pyproject.toml,
-    its test);
+    device_count_probe and allocation_range (the HAL, _config.py) differ; cuda alone has
+    inductor's Triton kernels (compile: kernels: triton: the torch_x_triton package, its entry
+    point in pyproject.toml, its test) and IPC calls (its test);
     every other file is byte for byte the same."""
     a = scaffold("metax", out=tmp_path / "a", name="torch_x", device="xdev")
     b = scaffold("cuda", out=tmp_path / "b", name="torch_x", device="xdev")
@@ -177,8 +177,10 @@ def test_two_vendors_differ_only_where_their_profiles_do(tmp_path):
     triton = [f for f in b.files if "triton" in f]
     assert triton == ["tests/test_compile_triton.py"] + [
         f"torch_x_triton/{m}.py" for m in ("__init__", "compiler", "driver")]
+    cuda_only = triton + ["tests/test_ipc.py"]
     files_a = [f for f in a.files if not f.startswith(api)]
-    assert files_a == [f for f in b.files if not f.startswith(api) and f not in triton]
+    assert "tests/test_ipc.py" in b.files and "tests/test_ipc.py" not in a.files
+    assert files_a == [f for f in b.files if not f.startswith(api) and f not in cuda_only]
     differ = [f for f in files_a if (a.out / f).read_bytes() != (b.out / f).read_bytes()]
     # the collective library (MCCL vs NCCL): its calls, and its name in comments and messages
     assert differ == ["README.md", "csrc/aten/Boxing.cpp", "csrc/aten/Fallback.cpp",

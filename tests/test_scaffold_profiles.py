@@ -189,6 +189,10 @@ BAD = [
      "runtime.device_count_probe.visible_devices_env", "not an environment variable name"),
     ("runtime.device_count_probe", {"library": "libm.so.6", "init": "i"},
      "runtime.device_count_probe", "count"),
+    ("runtime.allocation_range", {"library": "libcuda.so.1; rm", "fn": "f"},
+     "runtime.allocation_range.library", "not a library name"),
+    ("runtime.allocation_range", {"library": "libcuda.so.1", "fn": "f(); evil"},
+     "runtime.allocation_range.fn", "not a C identifier"),
     ("compilr", "x", "compilr", "unknown key"),
     # Triton kernels name the vendor's Triton backend and target; other kernels name none
     ("compile", {"kernels": "triton"}, "compile.kernels", "need triton_backend"),
@@ -206,6 +210,16 @@ BAD = [
     ("collectives", {"host": None}, "collectives.host", "expected one of gloo"),
     ("collectives", {"host": "gl"}, "collectives.host", "expected one of gloo"),
 ]
+
+
+def test_an_allocation_lookup_without_ipc_calls_is_refused(tmp_path, base):
+    data = mutate(base, "runtime.allocation_range", {"library": "libcuda.so.1", "fn": "f"})
+    for op in ("ipc_get_handle", "ipc_open_handle", "ipc_close_handle"):
+        del data["runtime"]["calls"][op]
+    with pytest.raises(ProfileError, match=r"chip\.yaml:\d+: runtime\.allocation_range: .*IPC"):
+        load_profile(write(tmp_path, data))
+    ok = mutate(base, "runtime.allocation_range", {"library": "libcuda.so.1", "fn": "f"})
+    assert load_profile(write(tmp_path, ok)).runtime.allocation_range.fn == "f"
 
 
 @pytest.mark.parametrize("key, value, where, problem", BAD,

@@ -1,7 +1,7 @@
 """Device tensors shared between processes. torch.multiprocessing (a Queue, a Process's
 arguments, a Pool) sends a tensor of the device as a handle to its memory from the runtime's IPC
-calls (the profile's runtime.calls.ipc_*: cudaIpcGetMemHandle for CUDA; the simulator shares the
-memory file of its device), as torch sends CUDA tensors; the receiving process opens the handle
+calls (the profile's runtime.calls.ipc_*; the simulator shares the memory file of its device),
+as torch sends CUDA tensors; the receiving process opens the handle
 and works on the same memory, so a change made there is seen here. As with CUDA, the sender
 keeps the tensor alive while another process uses it, and a received tensor is not sent on.
 Every other object is reduced by torch's own reducers."""

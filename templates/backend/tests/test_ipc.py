@@ -21,6 +21,37 @@ def _add_from_queue(inbox, outbox):  # the child: changes what it received, repo
     outbox.put((t.device.type, t.dtype, before, t.cpu().tolist()))
 
 
+def _add_each(pipe):  # the child: several tensors in one message
+    tensors = pipe.recv()
+    for t in tensors:
+        t.add_(1)
+    pipe.send([t.cpu().tolist() for t in tensors])
+
+
+def _send_on(pipe):  # the child: a received tensor may not be sent on
+    t = pipe.recv()
+    try:
+        ForkingPickler.dumps(t)
+        pipe.send("sent")
+    except RuntimeError as e:
+        pipe.send(str(e))
+
+
+def _exchange(target, message):
+    """What a child answers to one message sent through a pipe (pickled here, so a tensor that
+    cannot be sent fails the test at once)."""
+    here, there = CTX.Pipe()
+    child = CTX.Process(target=target, args=(there,))
+    child.start()
+    here.send(message)
+    if not here.poll(TIMEOUT):
+        child.kill()
+        pytest.fail("the child did not answer")
+    answer = here.recv()
+    _finish(child)
+    return answer
+
+
 def _mul_argument(t, outbox):
     t.mul_(-2)
     outbox.put(t.cpu().tolist())
@@ -79,6 +110,24 @@ def test_a_tensor_over_a_storage_sliced_from_another_is_shared_at_its_place():
     assert before == [float(i) for i in range(8, 16)]
     assert after == [float(i) + 1 for i in range(8, 16)]
     assert base.cpu().tolist() == [float(i) for i in range(8)] + [float(i) + 1 for i in range(8, 16)]
+
+
+def test_results_of_operators_share_their_memory_many_in_one_message():
+    """Results of the device's operators (where the vendor's kernels allocate them, memory the
+    device adopted) are shared like tensors the device allocated; small ones sit in one
+    allocation, so the child opens that allocation once for all of them."""
+    x = torch.arange(8, dtype=torch.float32, device=DEVICE)
+    results = [x + 1, x * 2, (x - 3)[2:6], x.to(torch.int32)]
+    expected = [r.cpu() for r in results]
+    seen = _exchange(_add_each, results)
+    assert seen == [(e + 1).tolist() for e in expected]
+    assert [r.cpu().tolist() for r in results] == [(e + 1).tolist() for e in expected]
+    assert x.cpu().tolist() == [float(i) for i in range(8)]
+
+
+def test_a_received_tensor_is_not_sent_on():
+    said = _exchange(_send_on, torch.ones(4, device=DEVICE))
+    assert "received from another process is not sent on" in said
 
 
 def test_what_cannot_be_shared_is_refused_in_one_line():

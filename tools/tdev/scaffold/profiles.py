@@ -69,6 +69,18 @@ class Runtime:
     declarations: Declarations
     collectives: Collectives | None = None  # the c10d backend's library (collectives_api.py)
     device_count_probe: "DeviceCountProbe | None" = None
+    allocation_range: "AllocationRange | None" = None
+
+
+@dataclass(frozen=True)
+class AllocationRange:
+    """The allocation holding any device pointer, also one another allocator made (torch's
+    CUDA caching allocator, whose results the device adopts), so that such memory can be shared
+    between processes: ``int fn(unsigned long long* base, size_t* size, unsigned long long
+    ptr)`` (0: success) in a library loaded at run time (cuda: the driver's
+    cuMemGetAddressRange_v2). Absent: only the device allocator's own blocks are shared."""
+    library: str = conf(check=v.library_name)
+    fn: str = conf(check=v.identifier)
 
 
 @dataclass(frozen=True)
@@ -180,6 +192,7 @@ class _RuntimeFile:
     calls: Any = None  # runtime_api.parse_calls
     declarations: Any = None  # runtime_api.parse_declarations
     device_count_probe: DeviceCountProbe | None = None
+    allocation_range: AllocationRange | None = None
 
 
 @dataclass(frozen=True)
@@ -334,12 +347,15 @@ def _runtime(doc: Document, r: _RuntimeFile) -> Runtime:
         if calls[q].complete is None and r.status.not_ready is None:
             doc.fail(("runtime", "calls", q), "a query without out_status tells 'not ready' by "
                      "its return value: set runtime.status.not_ready")
+    if r.allocation_range is not None and "ipc_get_handle" not in calls:
+        doc.fail(("runtime", "allocation_range"), "finds allocations to share between processes: "
+                 "the runtime must declare its IPC calls (runtime.calls.ipc_*)")
     return Runtime(
         header=r.header, library=r.library, status_type=r.status.type, success=r.status.success,
         out_of_memory=r.status.out_of_memory, not_ready=r.status.not_ready,
         stream_type=r.stream_type, event_type=r.event_type,
         copy_kinds=kinds, calls=calls, init=init, declarations=decls,
-        device_count_probe=r.device_count_probe)
+        device_count_probe=r.device_count_probe, allocation_range=r.allocation_range)
 
 
 def _vendor_kernels(doc: Document, vk: VendorKernels | None,

@@ -2,18 +2,24 @@
 // tensor's storage from the runtime's IPC calls, and a storage over that handle opened in
 // another process. Two operators, torch.ops.<package>._ipc_handle(t) -> (handle, nbytes,
 // device, offset) and _ipc_open(handle, nbytes, device, offset) -> a uint8 tensor over the
-// opened memory (closed when its storage is freed). The handle is the allocator block's that
-// holds the storage (a runtime's handle names an allocation's start: CUDA maps the whole
-// allocation, whatever pointer into it was given), and offset is the storage's place in that
-// block (a storage sliced from another starts inside it). The handle travels as hex text.
+// opened memory. The handle is the allocation's that holds the storage (a runtime's handle names
+// an allocation's start: CUDA maps the whole allocation, whatever pointer into it was given):
+// the device allocator's block, or, for memory another allocator made (a vendor result the
+// device adopted), the allocation the runtime names (hal::allocation_start). offset is the
+// storage's place in that allocation. The handle travels as hex text. A process opens a handle
+// once (CUDA refuses a second open): the storages over it share the mapping, closed with the
+// last of them.
 // Copied by tdev scaffold as it is: a plain source; the package's names come from runtime/Config.h.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/StorageImpl.h>
 #include <torch/library.h>
 
+#include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 
 #include "runtime/HAL.h"
 #include "runtime/Runtime.h"
@@ -47,9 +53,39 @@ std::string from_hex(const std::string& text) {
   return out;
 }
 
-void close_opened(void* ptr) {
+// The handles this process opened: the mapping and how many storages use it.
+struct Opened {
+  void* base;
+  int users;
+};
+std::mutex g_opened_mutex;
+auto* g_opened = new std::unordered_map<std::string, Opened>();  // never freed (exit order)
+
+void* open_shared(const std::string& handle) {
+  std::lock_guard<std::mutex> lock(g_opened_mutex);
+  auto it = g_opened->find(handle);
+  if (it != g_opened->end()) {
+    ++it->second.users;
+    return it->second.base;
+  }
+  void* base = hal::ipc_open_handle(handle);
+  g_opened->emplace(handle, Opened{base, 1});
+  return base;
+}
+
+// A storage's deleter (its context the handle): the mapping is closed with its last storage.
+void close_opened(void* context) {
+  std::unique_ptr<std::string> handle(static_cast<std::string*>(context));
+  void* base = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_opened_mutex);
+    auto it = g_opened->find(*handle);
+    if (it == g_opened->end() || --it->second.users > 0) return;
+    base = it->second.base;
+    g_opened->erase(it);
+  }
   try {
-    hal::ipc_close_handle(ptr);
+    hal::ipc_close_handle(base);
   } catch (...) {  // a deleter must not throw; the mapping stays until the process exits
   }
 }
@@ -63,12 +99,17 @@ std::tuple<std::string, int64_t, int64_t, int64_t> ipc_handle(const at::Tensor& 
   void* base = storage.mutable_data();
   const c10::DeviceIndex device = self.device().index();
   TORCH_CHECK(base != nullptr, BACKEND_DEVICE ": an empty tensor has no memory to share");
-  TORCH_CHECK(device_of(base) == device,
-              BACKEND_DEVICE ": only tensors whose memory this process allocated can be shared "
-              "(this one was received from another process or adopted)");
-  const void* start = block_start(base);
-  const int64_t offset = static_cast<const char*>(base) - static_cast<const char*>(start);
+  TORCH_CHECK(storage.data_ptr().get_deleter() != &close_opened,
+              BACKEND_DEVICE ": a tensor received from another process is not sent on (as with "
+              "CUDA): send it from the process that allocated it");
   DeviceScope scope(device);
+  const void* start =
+      device_of(base) == device ? block_start(base) : hal::allocation_start(base);
+  TORCH_CHECK(start != nullptr,
+              BACKEND_DEVICE ": this tensor's memory was made by another allocator, and the "
+              "runtime names no allocation holding it (the profile declares no "
+              "runtime.allocation_range): it cannot be shared");
+  const int64_t offset = static_cast<const char*>(base) - static_cast<const char*>(start);
   device_synchronize(device);  // what is queued on the tensor is done before another reads it
   return {to_hex(hal::ipc_get_handle(const_cast<void*>(start))),
           static_cast<int64_t>(storage.nbytes()), device, offset};
@@ -79,12 +120,13 @@ at::Tensor ipc_open(const std::string& handle, int64_t nbytes, int64_t device, i
   TORCH_CHECK(nbytes > 0 && offset >= 0, BACKEND_DEVICE ": _ipc_open of ", nbytes,
               " bytes at offset ", offset);
   DeviceScope scope(index);
-  void* opened = hal::ipc_open_handle(from_hex(handle));
+  auto key = std::make_unique<std::string>(from_hex(handle));
+  void* opened = open_shared(*key);
   const c10::Device where(kDeviceType, index);
   c10::Storage storage(c10::make_intrusive<c10::StorageImpl>(
       c10::StorageImpl::use_byte_size_t(), static_cast<std::size_t>(nbytes),
-      c10::DataPtr(static_cast<char*>(opened) + offset, opened, &close_opened, where), nullptr,
-      /*resizable=*/false));
+      c10::DataPtr(static_cast<char*>(opened) + offset, key.release(), &close_opened, where),
+      nullptr, /*resizable=*/false));
   at::Tensor out = at::empty({0}, at::TensorOptions().dtype(at::kByte).device(where));
   return out.set_(storage, 0, {nbytes}, {1});
 }

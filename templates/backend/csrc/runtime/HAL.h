@@ -65,5 +65,8 @@ bool ipc_supported() noexcept;
 std::string ipc_get_handle(void* ptr);
 void* ipc_open_handle(const std::string& handle);
 void ipc_close_handle(void* ptr);
+// The start of the allocation holding ptr, whichever allocator made it, where the profile names
+// the runtime's lookup (runtime.allocation_range); nullptr when unknown.
+const void* allocation_start(const void* ptr);
 
 }  // namespace BACKEND_NS::hal
