@@ -17,6 +17,7 @@
 #              stepping in turn (PAIRED_ARGS, e.g. "--processes 10 --pairs 200")
 #   compile    benchmarks/bench_route_compile.py: torch.compile of a small transformer on the
 #              device (its own backend) and on torch.cuda (inductor), equal to eager, step times
+#              (COMPILE_ARGS, e.g. "--rounds 5 --steps 50"; COMPILE_TIMEOUT)
 #   profile    benchmarks/bench_route_profile.py: the training step's host time per operator
 #              and the GPU's kernels, device vs torch.cuda
 # Results in $OUT (<= 8 files). From the repository root:
@@ -89,8 +90,8 @@ step() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
   fi
   if step compile; then
     log "torch.compile: the device's backend vs torch.cuda's inductor"
-    timeout 150 python3 "$REPO/benchmarks/bench_route_compile.py" --package torch_nvgpu \
-      --json "$OUT/compile.json"
+    timeout ${COMPILE_TIMEOUT:-150} python3 "$REPO/benchmarks/bench_route_compile.py" \
+      --package torch_nvgpu ${COMPILE_ARGS:-} --json "$OUT/compile.json"
   fi
   if step profile; then
     log "training step profiled per operator: device vs torch.cuda"
