@@ -168,6 +168,11 @@ BAD = [
      "direct kernels need pointer: device"),
     ("vendor_kernels.direct", ["cat"], "vendor_kernels.direct", "cat listed in unboxed too"),
     ("vendor_kernels.direct", ["x y"], "vendor_kernels.direct[0]", "not an operator name"),
+    # an unboxed route returns an in-place kernel's self: out= overloads stay boxed
+    ("vendor_kernels.unboxed", ["mm", "mm.out"], "vendor_kernels.unboxed[1]",
+     "mm.out: an out= overload's route stays boxed"),
+    ("vendor_kernels.unboxed", ["sum.IntList_out"], "vendor_kernels.unboxed[0]",
+     "out= overload"),
     ("vendor_kernels.presized", {"cat": "cat.out"}, "vendor_kernels.presized",
      "cat listed in unboxed too"),
     ("vendor_kernels.presized", {"bmm": "bmm.out; x"}, "vendor_kernels.presized.bmm[0]",

@@ -88,6 +88,17 @@ rel_dir = _matching(REL_DIR, "a relative directory of plain names", True)
 op_name = _matching(OP_NAME, "an operator name (like add.Tensor)")
 
 
+def in_place_or_functional(v: object) -> str:
+    """An operator name that is no out= overload (``mm.out``, ``sum.IntList_out``): an unboxed
+    route returns an in-place kernel's self, and cannot carry a resized out argument back."""
+    name = op_name(v)
+    overload = name.partition(".")[2]
+    if overload == "out" or overload.endswith("_out"):
+        raise ValueError(f"{name}: an out= overload's route stays boxed (the kernel may resize its "
+                         "out argument); list the functional operator in presized instead")
+    return name
+
+
 def text(v: object, limit: int = 160) -> str:
     """One line of prose for comments, docstrings and the README."""
     s = _str(v)
