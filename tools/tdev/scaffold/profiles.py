@@ -26,7 +26,8 @@ from basekit.errors import InputError
 from . import validate as v
 from .collectives_api import Collectives, parse_collectives
 from .templateconf import load_template_conf, template_root
-from .runtime_api import QUERY_OPERATIONS, Call, Declarations, parse_calls, parse_declarations
+from .runtime_api import (QUERY_OPERATIONS, AllocationRange, Call, Declarations, DeviceCountProbe,
+                          parse_calls, parse_declarations)
 
 AMP_DTYPES = ("float16", "bfloat16")
 SIMULATOR_HEADER = "simrt/sim_runtime.h"
@@ -68,33 +69,8 @@ class Runtime:
     init: tuple[Call, ...]
     declarations: Declarations
     collectives: Collectives | None = None  # the c10d backend's library (collectives_api.py)
-    device_count_probe: "DeviceCountProbe | None" = None
-    allocation_range: "AllocationRange | None" = None
-
-
-@dataclass(frozen=True)
-class AllocationRange:
-    """The allocation holding any device pointer, also one another allocator made (torch's
-    CUDA caching allocator, whose results the device adopts), so that such memory can be shared
-    between processes: ``int fn(unsigned long long* base, size_t* size, unsigned long long
-    ptr)`` (0: success) in a library loaded at run time (cuda: the driver's
-    cuMemGetAddressRange_v2). Absent: only the device allocator's own blocks are shared."""
-    library: str = conf(check=v.library_name)
-    fn: str = conf(check=v.identifier)
-
-
-@dataclass(frozen=True)
-class DeviceCountProbe:
-    """Counting devices without initialising the runtime, so that a process may fork before it
-    first uses the device (torch.cuda counts through NVML for the same reason): a library
-    loaded at run time (dlopen; absent or failing: the runtime's own count), its functions
-    ``int init(void)``, ``int count(unsigned int*)``, ``int shutdown(void)`` (0: success) and
-    the variable that restricts the visible devices (a comma list of indices)."""
-    library: str = conf(check=v.library_name)  # the file dlopen loads (libnvidia-ml.so.1)
-    init: str = conf(check=v.identifier)
-    count: str = conf(check=v.identifier)
-    shutdown: str | None = conf(None, check=_optional(v.identifier))
-    visible_devices_env: str | None = conf(None, check=_optional(v.env_var))
+    device_count_probe: DeviceCountProbe | None = None
+    allocation_range: AllocationRange | None = None
 
 
 @dataclass(frozen=True)

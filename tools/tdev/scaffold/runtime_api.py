@@ -15,9 +15,45 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, NoReturn
 
-from basekit.config import KeyPath
+from basekit.config import KeyPath, conf
 
 from . import validate as v
+
+
+def _optional_identifier(x: Any) -> str | None:
+    return None if x is None else v.identifier(x)
+
+
+def _optional_env_var(x: Any) -> str | None:
+    return None if x is None else v.env_var(x)
+
+
+# --- functions of libraries loaded at run time (dlopen), beside the runtime's calls -------------
+
+@dataclass(frozen=True)
+class AllocationRange:
+    """The allocation holding any device pointer, also one another allocator made (torch's
+    CUDA caching allocator, whose results the device adopts), so that such memory can be shared
+    between processes: ``int fn(unsigned long long* base, size_t* size, unsigned long long
+    ptr)`` (0: success) in a library loaded at run time (cuda: the driver's
+    cuMemGetAddressRange_v2). Absent: only the device allocator's own blocks are shared."""
+    library: str = conf(check=v.library_name)
+    fn: str = conf(check=v.identifier)
+
+
+@dataclass(frozen=True)
+class DeviceCountProbe:
+    """Counting devices without initialising the runtime, so that a process may fork before it
+    first uses the device (torch.cuda counts through NVML for the same reason): a library
+    loaded at run time (dlopen; absent or failing: the runtime's own count), its functions
+    ``int init(void)``, ``int count(unsigned int*)``, ``int shutdown(void)`` (0: success) and
+    the variable that restricts the visible devices (a comma list of indices)."""
+    library: str = conf(check=v.library_name)  # the file dlopen loads (libnvidia-ml.so.1)
+    init: str = conf(check=v.identifier)
+    count: str = conf(check=v.identifier)
+    shutdown: str | None = conf(None, check=_optional_identifier)
+    visible_devices_env: str | None = conf(None, check=_optional_env_var)
+
 
 # operation -> (required placeholders, optional placeholders)
 OPERATIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
