@@ -41,15 +41,10 @@ class ProfileError(InputError):
     hold a line break)."""
 
 
-def _optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``check`` for a field that may be null."""
-    return lambda x: None if x is None else check(x)
-
-
 @dataclass(frozen=True)
 class Sdk:
     env: tuple[str, ...] = ()  # SDK root variables, first set wins (each checked by the loader)
-    default: str | None = conf(None, check=_optional(v.abs_path))  # SDK root when none is set
+    default: str | None = conf(None, check=v.optional(v.abs_path))  # SDK root when none is set
     include: str = conf("include", check=v.rel_dir)  # include directory under the root
     simulator: bool = False  # the runtime is the simulator bundled in the package
 
@@ -110,8 +105,8 @@ class Compile:
     ``triton_target``) and launched on the device's stream; ``none``, inductor leaves every
     operator to the device's ATen kernels (``torch.compile(model, backend="<device>")``)."""
     kernels: CompileKernels = "none"
-    triton_backend: str | None = conf(None, check=_optional(v.identifier))
-    triton_target: str | None = conf(None, check=_optional(v.identifier))
+    triton_backend: str | None = conf(None, check=v.optional(v.identifier))
+    triton_target: str | None = conf(None, check=v.optional(v.identifier))
 
 
 @dataclass(frozen=True)
@@ -145,8 +140,8 @@ class _Build:
 class _Status:
     type: str = conf(check=v.c_type)
     success: str = conf(check=v.identifier)
-    out_of_memory: str | None = conf(None, check=_optional(v.identifier))
-    not_ready: str | None = conf(None, check=_optional(v.identifier))
+    out_of_memory: str | None = conf(None, check=v.optional(v.identifier))
+    not_ready: str | None = conf(None, check=v.optional(v.identifier))
 
 
 @dataclass(frozen=True)
@@ -186,8 +181,8 @@ class _ProfileFile:
     vendor: str = conf(check=v.identifier)
     device: str = conf(check=v.device_name)
     package: str = conf(check=v.package_name)
-    description: str | None = conf(None, check=_optional(v.text))  # default: the vendor
-    env_prefix: str | None = conf(None, check=_optional(v.env_var))  # default: PACKAGE
+    description: str | None = conf(None, check=v.optional(v.text))  # default: the vendor
+    env_prefix: str | None = conf(None, check=v.optional(v.env_var))  # default: PACKAGE
     sdk: Sdk = conf(default_factory=Sdk)
     vendor_kernels: VendorKernels | None = None
     amp: _AmpFile = conf(default_factory=_AmpFile)

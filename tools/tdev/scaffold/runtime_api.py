@@ -20,14 +20,6 @@ from basekit.config import KeyPath, conf
 from . import validate as v
 
 
-def _optional_identifier(x: Any) -> str | None:
-    return None if x is None else v.identifier(x)
-
-
-def _optional_env_var(x: Any) -> str | None:
-    return None if x is None else v.env_var(x)
-
-
 # --- functions of libraries loaded at run time (dlopen), beside the runtime's calls -------------
 
 @dataclass(frozen=True)
@@ -51,8 +43,8 @@ class DeviceCountProbe:
     library: str = conf(check=v.library_name)  # the file dlopen loads (libnvidia-ml.so.1)
     init: str = conf(check=v.identifier)
     count: str = conf(check=v.identifier)
-    shutdown: str | None = conf(None, check=_optional_identifier)
-    visible_devices_env: str | None = conf(None, check=_optional_env_var)
+    shutdown: str | None = conf(None, check=v.optional(v.identifier))
+    visible_devices_env: str | None = conf(None, check=v.optional(v.env_var))
 
 
 # operation -> (required placeholders, optional placeholders)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import keyword
 import re
 import sys
+from typing import Any, Callable
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 ENV_VAR = re.compile(r"[A-Z_][A-Z0-9_]*\Z")
@@ -86,6 +87,11 @@ library_name = _matching(LIBRARY, "a library name (like mcruntime)")
 abs_path = _matching(ABS_PATH, "an absolute path of plain names", True)
 rel_dir = _matching(REL_DIR, "a relative directory of plain names", True)
 op_name = _matching(OP_NAME, "an operator name (like add.Tensor)")
+
+
+def optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``check`` for a value that may be null."""
+    return lambda x: None if x is None else check(x)
 
 
 def in_place_or_functional(v: object) -> str:
