@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gc
 import json
 import sys
 from pathlib import Path
 
+from basekit import collector
 from basekit.errors import EXIT_FAILED, EXIT_OK, InputError, exit_codes_epilog
 
 HELP = """Port a torch_cuda extraction (tdev extract) to a CUDA-like vendor with a port profile.
@@ -82,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
     profile = load_named(args.to)
     out = args.out or args.extraction.parent / f"torch_{profile.name}"
-    with _collector_paused():
+    with collector.paused():
         plan = make_plan(args.extraction, profile)
         if args.dry_run:
             _dry_run(args, plan)
@@ -104,20 +103,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"{res.out}: {state}; {s['ported']} ported ({s['changed']} changed, {s['changes']} changes), "
               f"{s['copied']} copied, {s['renamed']} renamed; profile {profile.name} ({profile.path})")
     return EXIT_OK
-
-
-@contextlib.contextmanager
-def _collector_paused():
-    """A port is tens of thousands of small values (names found, changes, manifest rows) and
-    megabytes of text, none of it in reference cycles: the cyclic collector would walk them
-    again and again for nothing (about a tenth of a port). Restored as it was afterwards."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _dry_run(args, plan) -> None:

@@ -12,12 +12,11 @@ takes out only those.
 """
 from __future__ import annotations
 
-import gc
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from basekit import collector
 from basekit.docread import BadInput
 
 from . import owners as own
@@ -197,24 +196,10 @@ def _report(command: str, series: Series, tree: Tree, version: str | None, p: Pl
                         tuple(p.results), not message, message, tuple(changed or ()), tuple(warnings))
 
 
-@contextmanager
-def _collector_paused():
-    """A series is tens of thousands of small values (hunk lines) and the files it touches are
-    megabytes of text, none of it in reference cycles: the cyclic collector would walk them
-    again and again for nothing (~15% of a `verify`). Restored as it was afterwards."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def check(series_dir: Path | str | None, torch_src: Path | str, *, command: str = "verify",
           fuzz: int = 0, wait: float = 0.0) -> SeriesReport:
     """verify / status: where every patch stands; ok when each is applied or applies."""
-    with _collector_paused():
+    with collector.paused():
         return _check(series_dir, torch_src, command, fuzz, wait)
 
 
@@ -241,7 +226,7 @@ def unapply(series_dir: Path | str | None, torch_src: Path | str, *, skip_unappl
 
 
 def _write(command: str, series_dir, torch_src, skip_done: bool, fuzz: int, wait: float) -> SeriesReport:
-    with _collector_paused():
+    with collector.paused():
         return _write_series(command, series_dir, torch_src, skip_done, fuzz, wait)
 
 
