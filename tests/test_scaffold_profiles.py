@@ -168,7 +168,8 @@ BAD = [
      "direct kernels need pointer: device"),
     ("vendor_kernels.direct", ["cat"], "vendor_kernels.direct", "cat listed in unboxed too"),
     ("vendor_kernels.direct", ["x y"], "vendor_kernels.direct[0]", "not an operator name"),
-    # an unboxed route returns an in-place kernel's self: out= overloads stay boxed
+    # an unboxed route presents its arguments and returns an in-place kernel's self: out=
+    # overloads stay boxed (a direct kernel is given the device's own tensors: they may be listed)
     ("vendor_kernels.unboxed", ["mm", "mm.out"], "vendor_kernels.unboxed[1]",
      "mm.out: an out= overload's route stays boxed"),
     ("vendor_kernels.unboxed", ["sum.IntList_out"], "vendor_kernels.unboxed[0]",

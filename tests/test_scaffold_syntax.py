@@ -145,6 +145,22 @@ def test_the_check_fails_when_the_code_does_not_fit_the_declared_api(tmp_path):
     assert not result.ok and "HAL.cpp" in failures(result)
 
 
+def test_an_out_overload_named_otherwise_in_unboxed_fails_the_compile_naming_the_key(tmp_path):
+    """mm.out is refused by the profile's check; an out= overload whose name does not say so
+    (gelu_backward.grad_input) compiles to a message naming vendor_kernels.unboxed instead of a
+    route that would return its first argument and lose a resize."""
+    import yaml
+    from tdev.scaffold.profiles import vendors_dir
+    data = yaml.safe_load((vendors_dir() / "sim.yaml").read_text())
+    data["vendor_kernels"]["unboxed"] = ["gelu_backward.grad_input"]
+    profile = tmp_path / "chip.yaml"
+    profile.write_text(yaml.safe_dump(data))
+    r = scaffold(str(profile), out=tmp_path / "p")
+    result = syntax_check(r.out, only=("Unboxed.cpp",), env={"PATH": "/usr/bin:/bin"})
+    assert not result.ok
+    assert "vendor_kernels.unboxed lists an out= overload" in failures(result)
+
+
 def redeclare_against(real_header: str, declared: Path, include: Path, tmp_path: Path,
                       more: tuple[tuple[str, Path], ...] = ()):
     """Compiles the profile's function declarations after the real header: C++ refuses a

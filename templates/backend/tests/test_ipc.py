@@ -33,8 +33,8 @@ def _send_on(pipe):  # the child: a received tensor may not be sent on
     try:
         ForkingPickler.dumps(t)
         pipe.send("sent")
-    except RuntimeError as e:
-        pipe.send(str(e))
+    except Exception as e:  # noqa: BLE001  (what was said, whatever it was)
+        pipe.send(f"{type(e).__name__}: {e}")
 
 
 def _exchange(target, message):
@@ -43,11 +43,20 @@ def _exchange(target, message):
     here, there = CTX.Pipe()
     child = CTX.Process(target=target, args=(there,))
     child.start()
-    here.send(message)
-    if not here.poll(TIMEOUT):
+    there.close()  # the child's end: a child that dies ends the pipe here (EOFError)
+    try:
+        here.send(message)
+        answered = here.poll(TIMEOUT)
+        answer = here.recv() if answered else None
+    except EOFError:
+        _finish(child)  # fails with the child's exit code
+        raise
+    except BaseException:
+        child.kill()  # it would wait for the message forever
+        raise
+    if not answered:
         child.kill()
         pytest.fail("the child did not answer")
-    answer = here.recv()
     _finish(child)
     return answer
 
@@ -114,8 +123,8 @@ def test_a_tensor_over_a_storage_sliced_from_another_is_shared_at_its_place():
 
 def test_results_of_operators_share_their_memory_many_in_one_message():
     """Results of the device's operators (where the vendor's kernels allocate them, memory the
-    device adopted) are shared like tensors the device allocated; small ones sit in one
-    allocation, so the child opens that allocation once for all of them."""
+    device adopted from the vendor's allocator) are shared like tensors the device allocated;
+    several may sit in one allocation of that allocator, which the child then maps once."""
     x = torch.arange(8, dtype=torch.float32, device=DEVICE)
     results = [x + 1, x * 2, (x - 3)[2:6], x.to(torch.int32)]
     expected = [r.cpu() for r in results]

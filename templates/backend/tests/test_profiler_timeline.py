@@ -10,7 +10,7 @@ import torch
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile, schedule
 
-from conftest import DEVICE, pkg
+from conftest import DEVICE, device_events, linked, pkg
 
 DEVICE_ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
 COPY_OPS = {"aten::copy_", "aten::_copy_from", "aten::_copy_from_and_resize"}
@@ -22,18 +22,6 @@ def kernel(op: str) -> str:
 
 def memcpy(direction: str) -> str:
     return f"Memcpy {direction} ({DEVICE})"
-
-
-def device_events(prof):
-    return sorted((e for e in prof.events() if e.device_type != DeviceType.CPU),
-                  key=lambda e: e.time_range.start)
-
-
-def linked(prof):
-    """(operator, its device events' names) of each operator that ran device work, in order."""
-    ops = [e for e in prof.events() if e.device_type == DeviceType.CPU and e.kernels]
-    return [(e.name, [k.name for k in e.kernels])
-            for e in sorted(ops, key=lambda e: e.time_range.start)]
 
 
 def test_matmul_add_and_a_copy_are_device_events_with_durations(tmp_path):

@@ -12,22 +12,10 @@ import torch
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
-from conftest import DEVICE
+from conftest import DEVICE, device_events, linked
 
 DEVICE_ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
 COPY_OPS = {"aten::copy_", "aten::_copy_from", "aten::_to_copy", "aten::to"}
-
-
-def device_events(prof):
-    return sorted((e for e in prof.events() if e.device_type != DeviceType.CPU),
-                  key=lambda e: e.time_range.start)
-
-
-def linked(prof):
-    """(operator, its device events' names) of each innermost operator that ran device work."""
-    ops = [e for e in prof.events() if e.device_type == DeviceType.CPU and e.kernels]
-    return [(e.name, [k.name for k in e.kernels])
-            for e in sorted(ops, key=lambda e: e.time_range.start)]
 
 
 def test_kernels_and_copies_are_device_events_with_durations_linked_to_operators(tmp_path):

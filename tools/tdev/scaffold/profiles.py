@@ -334,7 +334,7 @@ def _vendor_kernels(doc: Document, vk: VendorKernels | None,
     if vk is None:
         return None
     _each(doc, ("vendor_kernels", "unboxed"), vk.unboxed, v.in_place_or_functional)
-    _each(doc, ("vendor_kernels", "direct"), vk.direct, v.in_place_or_functional)
+    _each(doc, ("vendor_kernels", "direct"), vk.direct, v.op_name)
     _each(doc, ("vendor_kernels", "presized"), list(vk.presized), v.op_name, by_key=True)
     for op, out in vk.presized.items():
         _each(doc, ("vendor_kernels", "presized", op), [out], v.op_name)

@@ -95,8 +95,10 @@ def optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 
 def in_place_or_functional(v: object) -> str:
-    """An operator name that is no out= overload (``mm.out``, ``sum.IntList_out``): an unboxed
-    route returns an in-place kernel's self, and cannot carry a resized out argument back."""
+    """An operator name that is not named as an out= overload (``mm.out``, ``sum.IntList_out``):
+    an unboxed route presents its arguments, so a resized out argument would not come back, and
+    it returns an in-place kernel's self. Out= overloads named otherwise (``*.grad_input``) are
+    refused when the package compiles (Unboxed.cpp: its first argument is not the result)."""
     name = op_name(v)
     overload = name.partition(".")[2]
     if overload == "out" or overload.endswith("_out"):

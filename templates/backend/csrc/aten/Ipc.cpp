@@ -6,9 +6,9 @@
 // an allocation's start: CUDA maps the whole allocation, whatever pointer into it was given):
 // the device allocator's block, or, for memory another allocator made (a vendor result the
 // device adopted), the allocation the runtime names (hal::allocation_start). offset is the
-// storage's place in that allocation. The handle travels as hex text. A process opens a handle
-// once (CUDA refuses a second open): the storages over it share the mapping, closed with the
-// last of them.
+// storage's place in that allocation. The handle travels as hex text. A process maps an
+// allocation once, as torch does for CUDA: the storages over one handle share the mapping,
+// closed with the last of them (on the device it was opened for).
 // Copied by tdev scaffold as it is: a plain source; the package's names come from runtime/Config.h.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
@@ -53,38 +53,43 @@ std::string from_hex(const std::string& text) {
   return out;
 }
 
-// The handles this process opened: the mapping and how many storages use it.
+// The handles this process opened, by device and handle: the mapping and how many storages use it.
 struct Opened {
   void* base;
   int users;
 };
+struct OpenedKey {  // a storage's deleter context
+  std::string key;
+  c10::DeviceIndex device;
+};
 std::mutex g_opened_mutex;
 auto* g_opened = new std::unordered_map<std::string, Opened>();  // never freed (exit order)
 
-void* open_shared(const std::string& handle) {
+void* open_shared(const OpenedKey& opened, const std::string& handle) {
   std::lock_guard<std::mutex> lock(g_opened_mutex);
-  auto it = g_opened->find(handle);
+  auto it = g_opened->find(opened.key);
   if (it != g_opened->end()) {
     ++it->second.users;
     return it->second.base;
   }
   void* base = hal::ipc_open_handle(handle);
-  g_opened->emplace(handle, Opened{base, 1});
+  g_opened->emplace(opened.key, Opened{base, 1});
   return base;
 }
 
-// A storage's deleter (its context the handle): the mapping is closed with its last storage.
+// A storage's deleter: the mapping is closed with its last storage, on its device.
 void close_opened(void* context) {
-  std::unique_ptr<std::string> handle(static_cast<std::string*>(context));
+  std::unique_ptr<OpenedKey> opened(static_cast<OpenedKey*>(context));
   void* base = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_opened_mutex);
-    auto it = g_opened->find(*handle);
+    auto it = g_opened->find(opened->key);
     if (it == g_opened->end() || --it->second.users > 0) return;
     base = it->second.base;
     g_opened->erase(it);
   }
   try {
+    DeviceScope scope(opened->device);  // the runtime closes in the current device's context
     hal::ipc_close_handle(base);
   } catch (...) {  // a deleter must not throw; the mapping stays until the process exits
   }
@@ -107,8 +112,8 @@ std::tuple<std::string, int64_t, int64_t, int64_t> ipc_handle(const at::Tensor& 
       device_of(base) == device ? block_start(base) : hal::allocation_start(base);
   TORCH_CHECK(start != nullptr,
               BACKEND_DEVICE ": this tensor's memory was made by another allocator, and the "
-              "runtime names no allocation holding it (the profile declares no "
-              "runtime.allocation_range): it cannot be shared");
+              "runtime names no allocation holding it (the profile's runtime.allocation_range "
+              "is absent, its library did not load, or its lookup failed): it cannot be shared");
   const int64_t offset = static_cast<const char*>(base) - static_cast<const char*>(start);
   device_synchronize(device);  // what is queued on the tensor is done before another reads it
   return {to_hex(hal::ipc_get_handle(const_cast<void*>(start))),
@@ -120,8 +125,9 @@ at::Tensor ipc_open(const std::string& handle, int64_t nbytes, int64_t device, i
   TORCH_CHECK(nbytes > 0 && offset >= 0, BACKEND_DEVICE ": _ipc_open of ", nbytes,
               " bytes at offset ", offset);
   DeviceScope scope(index);
-  auto key = std::make_unique<std::string>(from_hex(handle));
-  void* opened = open_shared(*key);
+  const std::string bytes = from_hex(handle);
+  auto key = std::make_unique<OpenedKey>(OpenedKey{std::to_string(index) + ":" + bytes, index});
+  void* opened = open_shared(*key, bytes);
   const c10::Device where(kDeviceType, index);
   c10::Storage storage(c10::make_intrusive<c10::StorageImpl>(
       c10::StorageImpl::use_byte_size_t(), static_cast<std::size_t>(nbytes),
