@@ -86,12 +86,25 @@ def test_a_port_is_the_slow_paths_port(text, which):
     assert porter.port(text, "a.cu", resolve) == porter.port(text, "a.cu", resolve, slow=True)
 
 
-def test_the_forked_process_gives_the_plain_loops_answers(monkeypatch):
+def _both_took_one(markers, parent) -> None:
+    """Called with each item: the process notes that it took one, then waits (a minute at most)
+    until the other has too, so that both take some however loaded the machine is."""
+    import os
+    import time
+
+    here = os.getpid() == parent
+    (markers / ("here" if here else "there")).touch()
+    other = markers / ("there" if here else "here")
+    deadline = time.monotonic() + 60
+    while not other.exists() and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
+def test_the_forked_process_gives_the_plain_loops_answers(monkeypatch, tmp_path):
     """In order; an error is the first failing item's, as the plain loop raises it; a forked
     process that dies is made up for; items kept here are done here."""
     import os
     import signal
-    import time
 
     import pytest
 
@@ -100,11 +113,17 @@ def test_the_forked_process_gives_the_plain_loops_answers(monkeypatch):
     monkeypatch.setattr(workers, "_free_core", lambda: True)
     items = list(range(101))
     parent = os.getpid()
+    runs = iter(range(1000))
+
+    def markers(n):
+        (tmp_path / str(n)).mkdir(exist_ok=True)
+        return tmp_path / str(n)
 
     def which(x):
-        time.sleep(0.002)  # long enough for both processes to take some
+        _both_took_one(markers(run), parent)
         return x, os.getpid()
     for cost in (None, lambda x: x % 7):
+        run = next(runs)
         got = workers.forked_map(which, items, cost=cost, here=lambda x: x % 10 == 0)
         assert [x for x, _ in got] == items and len({pid for _, pid in got}) == 2  # two processes, in order
         assert all(pid == parent for x, pid in got if x % 10 == 0)
@@ -124,16 +143,17 @@ def test_the_forked_process_gives_the_plain_loops_answers(monkeypatch):
     assert workers.forked_map(dies_there, items) == [-x for x in items]
 
     def large(x):  # results much larger than a pipe holds, sent while this process works
-        time.sleep(0.001)
+        _both_took_one(markers(run), parent)
         return bytes([x]) * 200_000, os.getpid()
+    run = next(runs)
     got = workers.forked_map(large, items)
     assert [b for b, _ in got] == [bytes([x]) * 200_000 for x in items] and len({p for _, p in got}) == 2
 
 
-def test_the_items_go_to_the_process_that_is_free(monkeypatch):
+def test_the_items_go_to_the_process_that_is_free(monkeypatch, tmp_path):
     """Items are taken one by one by whichever process is done with its last, the largest
-    first: a process slowed down takes few of them (not half), and the largest is the first
-    taken."""
+    first: a process slowed down takes fewer of them than the other (not half), and each
+    process takes its items in the order of their cost."""
     import os
     import time
 
@@ -143,22 +163,29 @@ def test_the_items_go_to_the_process_that_is_free(monkeypatch):
     parent = os.getpid()
 
     def slow_there(x):
+        _both_took_one(tmp_path, parent)
         time.sleep(0.2 if os.getpid() != parent else 0.005)
         return os.getpid()
     pids = workers.forked_map(slow_there, list(range(100)))
-    assert 0 < sum(pid != parent for pid in pids) < 25
+    there = sum(pid != parent for pid in pids)
+    assert 0 < there < len(pids) - there
     order = []
 
     def seen(x):
         order.append(x)
+        _both_took_one(marked, parent)
         return x
+    marked = tmp_path / "no fork"
+    marked.mkdir()
+    (marked / "there").touch()  # no other process to wait for
     monkeypatch.setattr(workers, "_free_core", lambda: False)
     assert workers.forked_map(seen, list(range(100)), cost=lambda x: x) == list(range(100))
     monkeypatch.setattr(workers, "_free_core", lambda: True)
+    marked = tmp_path / "fork"
+    marked.mkdir()
     order.clear()
-    workers.forked_map(seen, list(range(100)), cost=lambda x: -abs(x - 40))
-    assert order[0] in (40, 39, 41)  # this process took one of the first ones (the child the other)
-    assert order == sorted(order, key=lambda x: abs(x - 40))  # ... and went on in the order of cost
+    assert workers.forked_map(seen, list(range(100)), cost=lambda x: -abs(x - 40)) == list(range(100))
+    assert order and order == sorted(order, key=lambda x: abs(x - 40))  # here, in the order of cost
 
 
 def test_each_files_digest_is_its_bytes_digest(tmp_path):
