@@ -67,7 +67,9 @@ def test_matmul_add_and_a_copy_are_device_events_with_durations(tmp_path):
         assert e["dur"] > 0 and rows[e["pid"]] == f"{DEVICE} 0", e
         op = ops[e["args"]["External id"]]  # the operator that ran it, on the host's row
         assert op["pid"] != e["pid"]
-        assert op["ts"] - 0.001 <= e["ts"] and e["ts"] + e["dur"] <= op["ts"] + op["dur"] + 0.001
+        # within the operator, to a microsecond: the device's times are read from the host's
+        # clock, the operator's from torch's own (kineto converts its cycle counter: tens of ns)
+        assert op["ts"] - 1 <= e["ts"] and e["ts"] + e["dur"] <= op["ts"] + op["dur"] + 1
 
 
 STEPS = {
