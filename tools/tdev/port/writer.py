@@ -63,7 +63,7 @@ def contents(plan: PortPlan, out: Path) -> tuple[dict[str, tuple[bytes, bool, st
         rows.append({"path": f.dest, "sha256": digest, "size": len(f.data), "source": f.source,
                      "source_sha256": f.source_sha256, "ported": f.ported, "applied": f.applied()})
         if f.changes:
-            report[f.dest] = [[c.line, c.old, c.new, c.origin] for c in f.changes]  # Change.to_json
+            report[f.dest] = [c.to_json() for c in f.changes]
     rep = lines_json({"unresolved_includes": [list(x) for x in plan.unresolved],
                       "includes_naming_renamed_files": [list(x) for x in plan.kept], "changes": report})
     data[REPORT_NAME] = (rep, False, sha256(rep))
